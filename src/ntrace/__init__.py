@@ -1,0 +1,29 @@
+"""ntrace: capture and analyze PyTorch profiles of AWS Trainium (Neuron) workloads, as Polars frames.
+
+The public API is re-exported here; submodules are implementation.
+"""
+
+from ntrace.analysis import Analysis, analyze
+from ntrace.decode import decode_trace
+from ntrace.discover import find_traces
+from ntrace.errors import ArtifactError, CaptureError, InputError, NtraceError, OutputError, TraceFormatError
+from ntrace.lanes import LANES, classify, lane_table
+from ntrace.profile import Profile, load
+
+__all__ = [
+    "LANES",
+    "Analysis",
+    "ArtifactError",
+    "CaptureError",
+    "InputError",
+    "NtraceError",
+    "OutputError",
+    "Profile",
+    "TraceFormatError",
+    "analyze",
+    "classify",
+    "decode_trace",
+    "find_traces",
+    "lane_table",
+    "load",
+]

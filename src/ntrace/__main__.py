@@ -1,0 +1,5 @@
+"""`python -m ntrace` runs the CLI."""
+
+from ntrace.cli import main
+
+main()

@@ -1,0 +1,312 @@
+"""Decode one Kineto/Chrome trace file into a Polars events frame: int64 ns times, linking keys lifted out of `args`.
+
+Two decoders produce the same frame: a typed msgspec decoder that skips every `args` key the
+analysis does not read (fast path), and a plain orjson decoder into dicts (fallback for files
+whose value types the typed decoder rejects). Column building is shared, so both agree.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import msgspec
+import orjson
+import polars as pl
+
+from ntrace.errors import InputError, TraceFormatError
+
+Num = int | float | str | None
+
+#: Columns of the events frame, in order, with their dtypes: the contract every stage reads.
+EVENT_SCHEMA: dict[str, pl.DataType] = {
+    "idx": pl.Int64,  # position in the file's event list: a stable identity for each event
+    "ph": pl.String,
+    "cat": pl.String,
+    "name": pl.String,
+    "pid": pl.String,
+    "tid": pl.String,
+    "ts": pl.Int64,  # ns, as written (no rebasing)
+    "dur": pl.Int64,  # ns
+    "end": pl.Int64,  # ns, ts + dur
+    "external_id": pl.Int64,  # args["External id"]: CPU op <-> runtime call
+    "correlation": pl.Int64,  # args["correlation"]: runtime call <-> device activity
+    "flow_id": pl.Int64,  # "id" of flow events (ph s/f)
+    "flow_bp": pl.String,  # "bp" of flow ends ("e": binds to the enclosing slice)
+    "stream": pl.Int64,
+    "device": pl.Int64,
+    "sequence": pl.Int64,  # args["Sequence number"]
+    "input_dims": pl.String,  # args["Input Dims"] as compact JSON text, for grouping by shape
+}
+
+
+class _Args(msgspec.Struct):
+    """The `args` keys the analysis reads; msgspec skips every other key without building it."""
+
+    external_id: Num = msgspec.field(default=None, name="External id")
+    correlation: Num = None
+    stream: Num = None
+    device: Num = None
+    sequence: Num = msgspec.field(default=None, name="Sequence number")
+    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
+
+
+class _Event(msgspec.Struct):
+    """One trace event, reduced to the fields ntrace uses."""
+
+    ph: str = ""
+    cat: str | None = None
+    name: str | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: Num = None
+    dur: Num = None
+    id: int | str | None = None
+    bp: str | None = None
+    args: _Args | None = None
+
+
+class _Doc(msgspec.Struct):
+    """The top-level object of a Kineto trace; metadata kept raw and decoded only when asked for."""
+
+    traceEvents: list[_Event] | None = None
+    deviceProperties: msgspec.Raw = msgspec.Raw(b"")
+    distributedInfo: msgspec.Raw = msgspec.Raw(b"")
+    baseTimeNanoseconds: int | None = None
+    traceName: str | None = None
+    schemaVersion: int | str | None = None
+
+
+_TYPED = msgspec.json.Decoder(_Doc | list[_Event])
+
+
+@dataclass
+class DecodedTrace:
+    """What decoding one trace file yields: the events frame, the file's metadata, and any warnings."""
+
+    path: Path
+    events: pl.DataFrame
+    meta: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def read_bytes(path: Path) -> bytes:
+    """Return the file's JSON bytes, gunzipped when it is gzip, without a UTF-8 BOM."""
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        raise InputError(path, "is a directory, not a trace file") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise TraceFormatError(path, f"corrupt or truncated gzip ({exc})") from None
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    if not raw.strip():
+        raise TraceFormatError(path, "is empty: no trace events")
+    return raw
+
+
+def decode_trace(path: str | Path, *, fast: bool = True) -> DecodedTrace:
+    """Decode the trace at `path` into a `DecodedTrace`; `fast=False` forces the plain orjson path."""
+    path = Path(path)
+    raw = read_bytes(path)
+    warnings: list[str] = []
+    if fast:
+        try:
+            doc = _TYPED.decode(raw)
+        except msgspec.ValidationError:
+            doc = None  # a value of an unexpected type: the plain path coerces it per value
+        except msgspec.DecodeError as exc:
+            raise TraceFormatError(path, f"is not valid JSON ({exc})") from None
+        if doc is not None:
+            events, meta = _typed_columns(doc)
+            return DecodedTrace(path, _frame(events, path, warnings), meta, warnings)
+    try:
+        plain = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise TraceFormatError(path, f"is not valid JSON ({exc})") from None
+    events, meta = _plain_columns(plain, path)
+    return DecodedTrace(path, _frame(events, path, warnings), meta, warnings)
+
+
+def _typed_columns(doc: _Doc | list[_Event]) -> tuple[dict[str, list], dict[str, Any]]:
+    """Columns and metadata out of the typed decoder's structs."""
+    if isinstance(doc, list):
+        evs, meta = doc, {}
+    else:
+        evs = doc.traceEvents or []
+        meta = {
+            "deviceProperties": _raw_json(doc.deviceProperties),
+            "distributedInfo": _raw_json(doc.distributedInfo),
+            "baseTimeNanoseconds": doc.baseTimeNanoseconds,
+            "traceName": doc.traceName,
+            "schemaVersion": doc.schemaVersion,
+            "has_traceEvents": doc.traceEvents is not None,
+        }
+    none = _Args()
+    args = [e.args or none for e in evs]
+    cols = {
+        "ph": [e.ph for e in evs],
+        "cat": [e.cat for e in evs],
+        "name": [e.name for e in evs],
+        "pid": [e.pid for e in evs],
+        "tid": [e.tid for e in evs],
+        "ts": [e.ts for e in evs],
+        "dur": [e.dur for e in evs],
+        "flow_id": [e.id for e in evs],
+        "flow_bp": [e.bp for e in evs],
+        "external_id": [a.external_id for a in args],
+        "correlation": [a.correlation for a in args],
+        "stream": [a.stream for a in args],
+        "device": [a.device for a in args],
+        "sequence": [a.sequence for a in args],
+        "input_dims": [bytes(a.input_dims) or None for a in args],
+    }
+    return cols, meta
+
+
+_ARG_KEYS = {
+    "external_id": "External id",
+    "correlation": "correlation",
+    "stream": "stream",
+    "device": "device",
+    "sequence": "Sequence number",
+}
+
+
+def _plain_columns(doc: Any, path: Path) -> tuple[dict[str, list], dict[str, Any]]:
+    """Columns and metadata out of orjson's dicts, coercing odd value types instead of failing."""
+    if isinstance(doc, list):
+        evs, meta = doc, {}
+    elif isinstance(doc, dict):
+        evs = doc.get("traceEvents")
+        meta = {k: doc.get(k) for k in ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "traceName", "schemaVersion")}
+        meta["has_traceEvents"] = evs is not None
+        if not isinstance(evs, list):
+            evs = []
+    else:
+        raise TraceFormatError(path, f"top level is a JSON {type(doc).__name__}, expected an object with traceEvents or an array")
+    evs = [e for e in evs if isinstance(e, dict)]
+    args = [a if isinstance(a := e.get("args"), dict) else {} for e in evs]
+    cols: dict[str, list] = {
+        "ph": [_text(e.get("ph")) or "" for e in evs],
+        "cat": [_text(e.get("cat")) for e in evs],
+        "name": [_text(e.get("name")) for e in evs],
+        "pid": [_scalar(e.get("pid")) for e in evs],
+        "tid": [_scalar(e.get("tid")) for e in evs],
+        "ts": [_scalar(e.get("ts")) for e in evs],
+        "dur": [_scalar(e.get("dur")) for e in evs],
+        "flow_id": [_scalar(e.get("id")) for e in evs],
+        "flow_bp": [_text(e.get("bp")) for e in evs],
+        "input_dims": [orjson.dumps(a["Input Dims"]) if "Input Dims" in a else None for a in args],
+    }
+    for col, key in _ARG_KEYS.items():
+        cols[col] = [_scalar(a.get(key)) for a in args]
+    return cols, meta
+
+
+def _text(value: Any) -> str | None:
+    """A string field as text; other JSON values as their JSON text, so nothing is lost."""
+    if value is None or isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode()
+
+
+def _scalar(value: Any) -> Num:
+    """A numeric-ish field: numbers and strings kept, anything else (lists, objects, bools) dropped."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    return value
+
+
+def _raw_json(raw: msgspec.Raw) -> Any:
+    """Decode a lazily kept metadata value, or None when it was absent."""
+    return orjson.loads(bytes(raw)) if len(raw) else None
+
+
+def _frame(cols: dict[str, list], path: Path, warnings: list[str]) -> pl.DataFrame:
+    """Build the typed events frame from raw columns; warn about values that had to be dropped."""
+    n = len(cols["ph"])
+    ts = _us_to_ns(cols["ts"], "ts", path, warnings)
+    dur = _us_to_ns(cols["dur"], "dur", path, warnings)
+    frame = pl.DataFrame(
+        {
+            "idx": pl.int_range(0, n, dtype=pl.Int64, eager=True),
+            "ph": pl.Series(cols["ph"], dtype=pl.String),
+            "cat": pl.Series(cols["cat"], dtype=pl.String, strict=False),
+            "name": pl.Series(cols["name"], dtype=pl.String, strict=False),
+            "pid": _ids(cols["pid"]),
+            "tid": _ids(cols["tid"]),
+            "ts": ts,
+            "dur": dur,
+            "external_id": _ints(cols["external_id"]),
+            "correlation": _ints(cols["correlation"]),
+            "flow_id": _ints(cols["flow_id"]),
+            "flow_bp": pl.Series(cols["flow_bp"], dtype=pl.String, strict=False),
+            "stream": _ints(cols["stream"]),
+            "device": _ints(cols["device"]),
+            "sequence": _ints(cols["sequence"]),
+            "input_dims": pl.Series(cols["input_dims"], dtype=pl.Binary, strict=False).cast(pl.String, strict=False),
+        }
+    )
+    frame = _clean_complete(frame, path, warnings)
+    return frame.with_columns(end=pl.col("ts") + pl.col("dur")).select(list(EVENT_SCHEMA))
+
+
+def _clean_complete(frame: pl.DataFrame, path: Path, warnings: list[str]) -> pl.DataFrame:
+    """Complete events need a start and a non-negative duration: drop those without a start, clamp the rest, warn."""
+    is_x = pl.col("ph") == "X"
+    no_ts = frame.select((is_x & pl.col("ts").is_null()).sum()).item()
+    if no_ts:
+        warnings.append(f"{path}: {no_ts} complete events have no usable ts; they were left out")
+        frame = frame.filter(~(is_x & pl.col("ts").is_null()))
+    bad_dur = frame.select((is_x & (pl.col("dur").is_null() | (pl.col("dur") < 0))).sum()).item()
+    if bad_dur:
+        warnings.append(f"{path}: {bad_dur} complete events have a missing, negative or non-finite dur; counted as 0")
+    return frame.with_columns(
+        dur=pl.when(pl.col("dur").is_null() | (pl.col("dur") < 0)).then(0).otherwise(pl.col("dur"))
+    )
+
+
+_NS_LIMIT = 9.2e15  # µs values whose ns would overflow int64 (2**63 ns ≈ 9.22e15 µs)
+
+
+def _us_to_ns(values: list, column: str, path: Path, warnings: list[str]) -> pl.Series:
+    """Microsecond values (int, float or numeric text) to int64 ns, exact to the ns for floats below 2**53 µs.
+
+    The whole part is converted exactly and only the fraction goes through float rounding, so
+    absolute epoch timestamps (≈1.7e15 µs) keep every integer microsecond.
+    """
+    s = pl.Series(values, dtype=pl.Float64, strict=False)
+    if s.dtype != pl.Float64:
+        s = s.cast(pl.Float64, strict=False)
+    bad = s.is_not_null() & (~s.is_finite() | (s.abs() >= _NS_LIMIT))
+    n_bad = int(bad.sum())
+    if n_bad:
+        warnings.append(f"{path}: {n_bad} '{column}' values are not finite or too large for int64 ns; dropped")
+        s = pl.select(pl.when(bad).then(None).otherwise(s)).to_series()
+    whole = s.floor()
+    ns = whole.cast(pl.Int64) * 1000 + ((s - whole) * 1000).round().cast(pl.Int64)
+    return ns.alias(column)
+
+
+def _ints(values: list) -> pl.Series:
+    """A linking key as Int64: integers kept, numeric text parsed, anything else null."""
+    s = pl.Series(values, strict=False)
+    if s.dtype == pl.Int64:
+        return s
+    if s.dtype == pl.String:
+        return s.str.strip_chars().cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
+    return s.cast(pl.Float64, strict=False).cast(pl.Int64, strict=False) if s.dtype != pl.Null else s.cast(pl.Int64)
+
+
+def _ids(values: Iterable) -> pl.Series:
+    """pid/tid as text: Kineto writes numbers for real ids and strings for pseudo-tracks ("Spans")."""
+    return pl.Series(values, dtype=pl.String, strict=False)

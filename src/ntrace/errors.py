@@ -1,0 +1,34 @@
+"""The one exception hierarchy of ntrace: every error a user can meet, each naming its file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class NtraceError(Exception):
+    """Base of every error ntrace raises on purpose; `str()` is the one-line message the CLI prints."""
+
+    def __init__(self, path: str | Path | None, problem: str) -> None:
+        self.path = str(path) if path is not None else None
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}" if self.path else problem)
+
+
+class InputError(NtraceError):
+    """The input path is missing, unreadable, or holds nothing ntrace can analyze."""
+
+
+class TraceFormatError(NtraceError):
+    """A trace file is not a Kineto/Chrome trace ntrace can decode."""
+
+
+class ArtifactError(NtraceError):
+    """A NEFF/NTFF/profile artifact is damaged or inconsistent."""
+
+
+class CaptureError(NtraceError):
+    """`ntrace capture` cannot run here (missing torch, missing torch-neuronx, bad output dir)."""
+
+
+class OutputError(NtraceError):
+    """An output file could not be written."""

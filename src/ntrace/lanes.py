@@ -1,0 +1,69 @@
+"""The four lanes of a Neuron profile (plus `other`), as one category → lane table, and the classifier that applies it.
+
+The table is data, not code: read it at a glance here, print it with `ntrace lanes`, or extend it
+with `lane_table({"my_cat": "hardware"})`. Each row says why the category sits in its lane.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import polars as pl
+
+#: The lanes, top to bottom as Neuron Explorer draws them, then `other`.
+LANES: tuple[str, ...] = ("framework", "device", "runtime_api", "hardware", "other")
+
+#: (category, lane, side, why). `side` says where the event runs: "host" (a CPU thread) or
+#: "device" (a device stream/queue/core track). Categories are matched case-insensitively.
+LANE_ROWS: tuple[tuple[str, str, str, str], ...] = (
+    ("cpu_op", "framework", "host", "aten operators dispatched by PyTorch on a Python/C++ thread"),
+    ("user_annotation", "framework", "host", "record_function ranges, including ProfilerStep#N"),
+    ("python_function", "framework", "host", "Python frames recorded with with_stack=True"),
+    ("cpu_instant_event", "framework", "host", "instant markers emitted by the framework"),
+    ("fwdbwd", "framework", "host", "forward/backward links between framework ops"),
+    ("privateuse1_driver", "device", "host", "Neuron 'PrivateUse1 driver' events: device interaction, drawn per stream (framework/Stream:n)"),
+    ("gpu_memcpy", "device", "device", "host<->device and device<->device copies: data movement, not compute"),
+    ("gpu_memset", "device", "device", "device memory fills: data movement, not compute"),
+    ("cuda_sync", "device", "device", "stream/event synchronization waits recorded on the device stream"),
+    ("privateuse1_runtime", "runtime_api", "host", "Neuron runtime calls (nrt_execute, nrt_tensor_write, …) on the host"),
+    ("neuron_rt", "runtime_api", "host", "Neuron Explorer's runtime lane name (neuron_rt/NC:n)"),
+    ("cuda_runtime", "runtime_api", "host", "CUDA runtime API calls (cudaLaunchKernel, …); ROCm writes hip* calls here too"),
+    ("cuda_driver", "runtime_api", "host", "CUDA driver API calls (cuLaunchKernel): host-side API like the runtime"),
+    ("mtia_runtime", "runtime_api", "host", "MTIA runtime API calls"),
+    ("xpu_runtime", "runtime_api", "host", "Intel XPU runtime API calls"),
+    ("xpu_driver", "runtime_api", "host", "Intel XPU driver API calls"),
+    ("kernel", "hardware", "device", "device executions: CUDA/ROCm kernels, Neuron graph executions (nc_exec_running)"),
+    ("neuron_hw", "hardware", "device", "Neuron Explorer's hardware lane name (neuron_hw/NCa:b)"),
+    ("mtia_ccp_events", "hardware", "device", "MTIA compute-core executions"),
+    ("gpu_user_annotation", "other", "device", "annotation ranges drawn over kernels on the device: counting them would double kernel time"),
+    ("Trace", "other", "host", "the profiler's own span over the whole capture"),
+    ("overhead", "other", "host", "profiler bookkeeping, not the workload"),
+    ("external_correlation", "other", "host", "correlation records, not timed work"),
+)
+
+
+def lane_table(extra: Mapping[str, str] | None = None) -> pl.DataFrame:
+    """The category → lane table as a frame (category, lane, side, why); `extra` adds or overrides rows."""
+    rows = {cat.lower(): (cat, lane, side, why) for cat, lane, side, why in LANE_ROWS}
+    for cat, lane in (extra or {}).items():
+        if lane not in LANES:
+            raise ValueError(f"unknown lane {lane!r} for category {cat!r}; lanes are {', '.join(LANES)}")
+        side = "device" if lane == "hardware" else "host"
+        rows[cat.lower()] = (cat, lane, side, "added by the user")
+    return pl.DataFrame(list(rows.values()), schema=["category", "lane", "side", "why"], orient="row")
+
+
+def classify(events: pl.DataFrame, table: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Add `lane` and `side` to every event; categories the table does not name go to `other` on the host."""
+    table = lane_table() if table is None else table
+    keyed = table.select(pl.col("category").str.to_lowercase().alias("_cat"), "lane", "side")
+    lane_enum = pl.Enum(LANES)
+    return (
+        events.with_columns(_cat=pl.col("cat").str.to_lowercase())
+        .join(keyed, on="_cat", how="left", maintain_order="left")
+        .drop("_cat")
+        .with_columns(
+            lane=pl.col("lane").fill_null("other").cast(lane_enum),
+            side=pl.col("side").fill_null("host"),
+        )
+    )

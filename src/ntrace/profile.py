@@ -1,0 +1,103 @@
+"""The Profile object: one decoded, lane-classified trace, with every analysis as a lazily computed Polars frame."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Mapping
+
+import polars as pl
+
+from ntrace import gaps as gapmod
+from ntrace.decode import DecodedTrace, decode_trace
+from ntrace.lanes import classify, lane_table
+from ntrace.links import launch_links
+from ntrace.steps import step_totals
+from ntrace.totals import lane_categories, lane_totals, track_totals, window
+
+
+@dataclass
+class Profile:
+    """One framework trace, classified into lanes. All times in the frames are int64 nanoseconds."""
+
+    path: Path
+    events: pl.DataFrame
+    meta: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_decoded(cls, decoded: DecodedTrace, lanes: Mapping[str, str] | None = None) -> "Profile":
+        """Classify a decoded trace into lanes (with optional extra category → lane rows)."""
+        table = lane_table(lanes) if lanes else None
+        return cls(decoded.path, classify(decoded.events, table), decoded.meta, list(decoded.warnings))
+
+    @cached_property
+    def complete(self) -> pl.DataFrame:
+        """The complete ("X") events: the ones with a duration, which lanes and gaps are made of."""
+        return self.events.filter(pl.col("ph") == "X")
+
+    @cached_property
+    def window(self) -> tuple[int, int]:
+        """(first start, last end) of the profiled window, ns."""
+        return window(self.complete)
+
+    @property
+    def window_ns(self) -> int:
+        """Length of the profiled window, ns."""
+        return self.window[1] - self.window[0]
+
+    @cached_property
+    def lanes(self) -> pl.DataFrame:
+        """Per lane: events, total, busy, share of the window."""
+        return lane_totals(self.complete, self.window_ns)
+
+    @cached_property
+    def categories(self) -> pl.DataFrame:
+        """Per (lane, category): events and summed duration."""
+        return lane_categories(self.complete)
+
+    @cached_property
+    def tracks(self) -> pl.DataFrame:
+        """Per (lane, track): events, total, busy, idle, gaps, span."""
+        return track_totals(self.complete)
+
+    @cached_property
+    def hardware_tracks(self) -> pl.DataFrame:
+        """The hardware lane's tracks (one per device/core): busy + idle = span on each."""
+        return self.tracks.filter(pl.col("lane") == "hardware").drop("lane")
+
+    @cached_property
+    def links(self) -> pl.DataFrame:
+        """Runtime call → device activity links: (call_idx, exec_idx, via)."""
+        return launch_links(self.events)
+
+    @cached_property
+    def hardware_idle(self) -> pl.DataFrame:
+        """Every idle gap between hardware executions on the same device: (track, gap_start, gap_end, gap)."""
+        return gapmod.hardware_idle(self.complete)
+
+    @cached_property
+    def launch_delays(self) -> pl.DataFrame:
+        """Per linked hardware execution: the runtime call, the execution and the delay between their starts."""
+        return gapmod.launch_delays(self.complete, self.links)
+
+    @cached_property
+    def gaps(self) -> pl.DataFrame:
+        """Statistics of both gap kinds: (kind, count, total, p50, p90, max, share of the window)."""
+        rows = [
+            {"kind": "hardware_idle", **gapmod.stats(self.hardware_idle["gap"])},
+            {"kind": "launch_delay", **gapmod.stats(self.launch_delays["delay"])},
+        ]
+        frame = pl.DataFrame(rows, schema={"kind": pl.String, **{k: pl.Int64 for k in gapmod.STATS}})
+        return frame.with_columns(share=pl.col("total") / self.window_ns if self.window_ns else pl.lit(0.0))
+
+    @cached_property
+    def steps(self) -> pl.DataFrame:
+        """One row per ProfilerStep#N window with per-lane busy time and hardware idle inside it."""
+        return step_totals(self.complete)
+
+
+def load(path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] | None = None) -> Profile:
+    """Decode and classify one trace file; `lanes` adds category → lane rows to the table."""
+    return Profile.from_decoded(decode_trace(path, fast=fast), lanes)

@@ -1,0 +1,1 @@
+"""Renderers: each turns library results (Polars frames) into one output format."""

@@ -1,0 +1,61 @@
+"""Per-lane and per-track totals: event counts, summed duration, busy time (union of intervals), share of the window."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ntrace.intervals import busy
+from ntrace.lanes import LANES
+
+
+def track() -> pl.Expr:
+    """The track an event is drawn on: thread for host lanes, stream for device interaction, device for hardware."""
+    pid, tid = pl.col("pid").fill_null("?"), pl.col("tid").fill_null("?")
+    return (
+        pl.when(pl.col("lane") == "hardware")
+        .then(pl.format("device {}", pid))
+        .when(pl.col("side") == "device")
+        .then(pl.format("device {} stream {}", pid, tid))
+        .when((pl.col("lane") == "device") & pl.col("stream").is_not_null())
+        .then(pl.format("stream {}", pl.col("stream")))
+        .otherwise(pl.format("pid {} tid {}", pid, tid))
+        .alias("track")
+    )
+
+
+def window(complete: pl.DataFrame) -> tuple[int, int]:
+    """The profiled window in ns: first start to last end over all complete events ((0, 0) when empty)."""
+    if complete.is_empty():
+        return 0, 0
+    row = complete.select(pl.col("ts").min(), pl.col("end").max()).row(0)
+    return int(row[0]), int(row[1])
+
+
+def lane_totals(complete: pl.DataFrame, window_ns: int) -> pl.DataFrame:
+    """One row per lane (all five, empty ones included): events, total, busy, share of the window (busy / window)."""
+    per_lane = busy(complete.with_columns(pl.col("lane").cast(pl.String)), ["lane"]).select("lane", "events", "total", "busy")
+    base = pl.DataFrame({"lane": list(LANES)})
+    return (
+        base.join(per_lane, on="lane", how="left")
+        .with_columns(
+            pl.col("events").fill_null(0).cast(pl.Int64),
+            pl.col("total").fill_null(0),
+            pl.col("busy").fill_null(0),
+        )
+        .with_columns(share=pl.col("busy") / window_ns if window_ns else pl.lit(0.0))
+    )
+
+
+def lane_categories(complete: pl.DataFrame) -> pl.DataFrame:
+    """Events and summed duration per (lane, category), so a reader sees what each lane is made of."""
+    return (
+        complete.group_by(pl.col("lane").cast(pl.String), pl.col("cat").fill_null("").alias("category"))
+        .agg(events=pl.len().cast(pl.Int64), total=pl.col("dur").sum())
+        .sort(["lane", "events"], descending=[False, True])
+    )
+
+
+def track_totals(complete: pl.DataFrame) -> pl.DataFrame:
+    """One row per (lane, track): events, total, busy, idle, gaps, span, first start and last end (ns)."""
+    tracked = complete.with_columns(pl.col("lane").cast(pl.String), track())
+    return busy(tracked, ["lane", "track"]).select("lane", "track", "events", "total", "busy", "idle", "gaps", "span", "first", "last")
