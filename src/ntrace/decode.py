@@ -253,7 +253,10 @@ def _frame(cols: dict[str, list], path: Path, warnings: list[str]) -> pl.DataFra
             "stream": _ints(cols["stream"]),
             "device": _ints(cols["device"]),
             "sequence": _ints(cols["sequence"]),
-            "input_dims": pl.Series(cols["input_dims"], dtype=pl.Binary, strict=False).cast(pl.String, strict=False),
+            # shapes are lists of ints: drop the writer's spacing so both decoders give the same text
+            "input_dims": pl.Series(cols["input_dims"], dtype=pl.Binary, strict=False)
+            .cast(pl.String, strict=False)
+            .str.replace_all(r"\s", ""),
         }
     )
     frame = _clean_complete(frame, path, warnings)

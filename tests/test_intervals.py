@@ -1,0 +1,66 @@
+"""intervals.py: merged busy time and gaps, checked against a brute-force union (hypothesis)."""
+
+from __future__ import annotations
+
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ntrace.intervals import busy, clip, gaps
+
+intervals = st.lists(
+    st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 10_000), st.integers(0, 500)),
+    min_size=1,
+    max_size=60,
+)
+
+
+def _frame(rows: list[tuple[str, int, int]]) -> pl.DataFrame:
+    return pl.DataFrame({"t": [r[0] for r in rows], "ts": [r[1] for r in rows], "end": [r[1] + r[2] for r in rows]})
+
+
+def _brute_union(spans: list[tuple[int, int]]) -> int:
+    """Union length by walking sorted intervals, independent of the Polars code."""
+    total, reach = 0, None
+    for s, e in sorted(spans):
+        if reach is None or s > reach:
+            total += e - s
+            reach = e
+        elif e > reach:
+            total += e - reach
+            reach = e
+    return total
+
+
+@given(intervals)
+@settings(max_examples=150, deadline=None)
+def test_busy_matches_brute_force_and_invariants(rows: list[tuple[str, int, int]]) -> None:
+    out = busy(_frame(rows), ["t"])
+    for r in out.iter_rows(named=True):
+        mine = [(s, s + d) for t, s, d in rows if t == r["t"]]
+        assert r["busy"] == _brute_union(mine)
+        assert r["busy"] <= r["total"] == sum(d for _, _, d in [x for x in rows if x[0] == r["t"]])
+        assert r["busy"] + r["idle"] == r["span"]
+        assert r["idle"] >= 0 and r["gaps"] >= 0
+
+
+@given(intervals, st.randoms(use_true_random=False))
+@settings(max_examples=100, deadline=None)
+def test_order_invariance(rows: list[tuple[str, int, int]], rnd) -> None:
+    shuffled = rows[:]
+    rnd.shuffle(shuffled)
+    assert busy(_frame(rows), ["t"]).equals(busy(_frame(shuffled), ["t"]))
+    a = gaps(_frame(rows), ["t"]).sort(["t", "gap_start"])
+    b = gaps(_frame(shuffled), ["t"]).sort(["t", "gap_start"])
+    assert a.equals(b) and (a["gap"] > 0).all()
+
+
+def test_gaps_merge_overlap_and_nesting() -> None:
+    f = pl.DataFrame({"t": ["x"] * 4, "ts": [0, 2, 5, 20], "end": [10, 4, 12, 25]})
+    g = gaps(f, ["t"])
+    assert g.select("gap_start", "gap_end", "gap").rows() == [(12, 20, 8)]
+
+
+def test_clip_to_window() -> None:
+    f = pl.DataFrame({"ts": [0, 5, 30], "end": [10, 40, 35], "lo": [2, 2, 2], "hi": [20, 20, 20]})
+    assert clip(f, "lo", "hi").select("ts", "end").rows() == [(2, 10), (5, 20)]

@@ -1,0 +1,57 @@
+"""lanes.py: the category → lane table and the classifier; every complete event lands in exactly one lane."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from ntrace.lanes import LANE_ROWS, LANES, classify, lane_table
+
+
+def _events(cats: list[str | None]) -> pl.DataFrame:
+    return pl.DataFrame({"idx": list(range(len(cats))), "ph": ["X"] * len(cats), "cat": cats}, schema_overrides={"cat": pl.String})
+
+
+def test_table_rows_are_unique_and_use_known_lanes() -> None:
+    table = lane_table()
+    assert table["category"].str.to_lowercase().is_unique().all()
+    assert set(table["lane"]) <= set(LANES)
+    assert table.height == len(LANE_ROWS)
+
+
+@pytest.mark.parametrize(
+    ("cat", "lane"),
+    [
+        ("cpu_op", "framework"),
+        ("user_annotation", "framework"),
+        ("privateuse1_driver", "device"),
+        ("gpu_memcpy", "device"),
+        ("privateuse1_runtime", "runtime_api"),
+        ("cuda_runtime", "runtime_api"),
+        ("mtia_runtime", "runtime_api"),
+        ("kernel", "hardware"),
+        ("Kernel", "hardware"),
+        ("mtia_ccp_events", "hardware"),
+        ("Trace", "other"),
+        ("something_new", "other"),
+        (None, "other"),
+    ],
+)
+def test_classify(cat: str | None, lane: str) -> None:
+    assert classify(_events([cat]))["lane"].to_list() == [lane]
+
+
+def test_every_event_in_exactly_one_lane() -> None:
+    cats = [row[0] for row in LANE_ROWS] + ["unknown", None, "KERNEL"]
+    out = classify(_events(cats))
+    assert out.height == len(cats) and out["lane"].null_count() == 0
+    assert out["idx"].to_list() == list(range(len(cats)))  # order kept, nothing duplicated
+
+
+def test_user_extension_overrides_and_adds() -> None:
+    table = lane_table({"my_accel_exec": "hardware", "Trace": "framework"})
+    out = classify(_events(["my_accel_exec", "Trace"]), table)
+    assert out["lane"].to_list() == ["hardware", "framework"]
+    assert out["side"].to_list() == ["device", "host"]
+    with pytest.raises(ValueError, match="unknown lane"):
+        lane_table({"x": "gpu"})
