@@ -1,0 +1,60 @@
+"""End-to-end CLI: `ntrace analyze` as a real process, in table and JSON form, on files and directories."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from conftest import write_trace, x
+from ntrace.cli import main
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ntrace", *args], capture_output=True, text=True, timeout=120)
+
+
+def _two_traces(root: Path) -> None:
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    write_trace(root / "a" / "trace.json", [x("aten::mul", "cpu_op", 0, 5), x("k", "kernel", 6, 2, pid=0, tid=0)])
+    write_trace(root / "b" / "rank0.pt.trace.json.gz", [x("aten::add", "cpu_op", 0, 7)], gz=True)
+    (root / "b" / "capture.json").write_text('{"variant": "b"}')  # not a trace: ignored
+
+
+def test_analyze_json_contract_on_directory(tmp_path: Path) -> None:
+    _two_traces(tmp_path)
+    proc = _run("analyze", str(tmp_path), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["schema"] == "ntrace.analysis/1" and doc["warnings"] == []
+    assert [Path(p["trace"]).name for p in doc["profiles"]] == ["trace.json", "rank0.pt.trace.json.gz"]
+    first = doc["profiles"][0]
+    assert first["events"] == 2 and first["window_us"] == 8.0
+    assert [lane["lane"] for lane in first["lanes"]] == ["framework", "device", "runtime_api", "hardware", "other"]
+    assert first["hardware_tracks"] == [{"track": "device 0", "busy_us": 2.0, "idle_us": 0.0, "span_us": 2.0, "gaps": 0}]
+    assert set(first["gaps"]) == {"hardware_idle", "launch_delay"}
+    assert set(first["gaps"]["hardware_idle"]) >= {"count", "total_us", "p50_us", "p90_us", "max_us"}
+
+
+def test_analyze_table_has_one_section_per_trace(tmp_path: Path) -> None:
+    _two_traces(tmp_path)
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("== ") == 2
+    assert "Lanes" in result.output and "Dispatch gaps" in result.output and "5.000us" in result.output
+
+
+def test_missing_path_is_one_line_exit_2(tmp_path: Path) -> None:
+    proc = _run("analyze", str(tmp_path / "nope"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"error: {tmp_path / 'nope'}: does not exist"]
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_lanes_command_prints_the_table() -> None:
+    result = CliRunner().invoke(main, ["lanes"])
+    assert result.exit_code == 0 and "privateuse1_driver" in result.output and "hardware" in result.output
