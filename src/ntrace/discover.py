@@ -46,6 +46,6 @@ def find_traces(root: str | Path) -> list[Path]:
         dirnames.sort()
         for name in sorted(filenames):
             path = Path(dirpath) / name
-            if name.endswith(_SUFFIXES) and (is_trace_name(path) or looks_like_trace(path)):
+            if name.endswith(".parquet") or (name.endswith(_SUFFIXES) and (is_trace_name(path) or looks_like_trace(path))):
                 found.append(path)
     return found

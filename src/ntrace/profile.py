@@ -99,5 +99,9 @@ class Profile:
 
 
 def load(path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] | None = None) -> Profile:
-    """Decode and classify one trace file; `lanes` adds category → lane rows to the table."""
+    """Decode and classify one trace file (a Neuron Explorer .parquet export too); `lanes` adds category → lane rows."""
+    if Path(path).suffix.lower() == ".parquet":
+        from ntrace.explorer import load_explorer  # imported here: explorer builds on Profile
+
+        return load_explorer(path)
     return Profile.from_decoded(decode_trace(path, fast=fast), lanes)

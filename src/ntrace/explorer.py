@@ -1,0 +1,162 @@
+"""Read Neuron Explorer's Parquet export (the `SystemProfileEvents` table) into a Profile, lanes assigned by event source.
+
+Neuron Explorer (formats.md section 7) writes one row per event: id, name, start_ts, end_ts,
+duration_ns (int64 ns), trace_event_source ("framework" | "neuron_rt" | "neuron_hw"),
+instance_id, process_id, thread_id, nc_idx, pcore_idx, worker_gid, flow_id,
+framework_stream_id, extra_attributes_json. This module maps those rows onto the events frame
+contract of `decode.EVENT_SCHEMA` plus `lane`/`side`, so every Profile analysis runs unchanged:
+
+- framework rows with a `framework_stream_id` → `device` lane (Explorer's framework/Stream:n,
+  "device interaction events grouped by stream ID"), drawn per stream;
+- other framework rows → `framework` lane (framework/TID:n), drawn per process/thread;
+- neuron_rt → `runtime_api` (neuron_rt/NC:n), drawn per process and NeuronCore;
+- neuron_hw → `hardware` (neuron_hw/NCa:b), one track per NeuronCore a, physical core b;
+- any other source → `other`, with a warning.
+
+`flow_id` links a framework dispatch to the runtime execution it started, which is what Kineto's
+"External id" means, so it fills `external_id`; it also fills `correlation` on runtime and
+hardware rows, so a hardware row that carries its runtime call's flow id links to it (whether
+Explorer writes flow ids on hardware rows is not documented; without them no launch delays appear).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from ntrace.decode import EVENT_SCHEMA
+from ntrace.errors import InputError, TraceFormatError
+from ntrace.lanes import LANES
+from ntrace.profile import Profile
+
+#: The documented columns of `SystemProfileEvents`, with the dtype ntrace reads each as.
+EXPLORER_SCHEMA: dict[str, pl.DataType] = {
+    "id": pl.Int64,
+    "name": pl.String,
+    "start_ts": pl.Int64,
+    "end_ts": pl.Int64,
+    "duration_ns": pl.Int64,
+    "trace_event_source": pl.String,
+    "instance_id": pl.String,
+    "process_id": pl.Int64,
+    "thread_id": pl.Int64,
+    "nc_idx": pl.Int64,
+    "pcore_idx": pl.Int64,
+    "worker_gid": pl.Int64,
+    "flow_id": pl.Int64,
+    "framework_stream_id": pl.Int64,
+    "extra_attributes_json": pl.String,
+}
+
+#: trace_event_source → (lane, side) for rows that are not stream-grouped framework rows.
+SOURCE_LANES: dict[str, tuple[str, str]] = {
+    "framework": ("framework", "host"),
+    "neuron_rt": ("runtime_api", "host"),
+    "neuron_hw": ("hardware", "device"),
+}
+
+_REQUIRED = ("name", "start_ts", "trace_event_source")
+
+
+def is_explorer_file(path: str | Path) -> bool:
+    """True for a Parquet file (by suffix or magic bytes), which ntrace reads as a Neuron Explorer export."""
+    path = Path(path)
+    if path.suffix.lower() == ".parquet":
+        return True
+    try:
+        with path.open("rb") as fh:
+            return fh.read(4) == b"PAR1"
+    except OSError:
+        return False
+
+
+def read_explorer(path: str | Path) -> pl.DataFrame:
+    """The SystemProfileEvents rows of `path`, every documented column present (absent ones as nulls)."""
+    path = Path(path)
+    try:
+        raw = pl.read_parquet(path)
+    except FileNotFoundError:
+        raise InputError(path, "does not exist") from None
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise TraceFormatError(path, f"is not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+    missing = [c for c in _REQUIRED if c not in raw.columns]
+    if "duration_ns" not in raw.columns and "end_ts" not in raw.columns:
+        missing.append("duration_ns or end_ts")
+    if missing:
+        raise TraceFormatError(path, f"is not a Neuron Explorer SystemProfileEvents table (missing {', '.join(missing)})")
+    return raw.select(
+        (pl.col(c) if c in raw.columns else pl.lit(None)).cast(dtype, strict=False).alias(c) for c, dtype in EXPLORER_SCHEMA.items()
+    )
+
+
+def explorer_events(rows: pl.DataFrame) -> pl.DataFrame:
+    """Map SystemProfileEvents rows onto the events frame (EVENT_SCHEMA columns, then lane and side), sorted by start."""
+    source = pl.col("trace_event_source").str.to_lowercase()
+    on_stream = (source == "framework") & pl.col("framework_stream_id").is_not_null()
+    lane = (
+        pl.when(on_stream)
+        .then(pl.lit("device"))
+        .otherwise(source.replace_strict({k: v[0] for k, v in SOURCE_LANES.items()}, default="other"))
+    )
+    side = source.replace_strict({k: v[1] for k, v in SOURCE_LANES.items()}, default="host")
+    core = pl.format("NC{}:{}", pl.col("nc_idx").fill_null(0), pl.col("pcore_idx").fill_null(0))
+    pid = pl.when(source == "neuron_hw").then(core).otherwise(pl.col("process_id").cast(pl.String))
+    tid = (
+        pl.when(source == "neuron_hw")
+        .then(core)
+        .when(source == "neuron_rt")
+        .then(pl.format("NC:{}", pl.col("nc_idx").fill_null(0)))
+        .when(on_stream)
+        .then(pl.format("Stream:{}", pl.col("framework_stream_id")))
+        .otherwise(pl.col("thread_id").cast(pl.String))
+    )
+    dur = pl.coalesce("duration_ns", pl.col("end_ts") - pl.col("start_ts")).clip(lower_bound=0)
+    linked = source.is_in(["neuron_rt", "neuron_hw"])
+    events = (
+        rows.filter(pl.col("start_ts").is_not_null())
+        .sort("start_ts", "id", nulls_last=True)
+        .select(
+            idx=pl.int_range(0, pl.len(), dtype=pl.Int64),
+            ph=pl.lit("X"),
+            cat="trace_event_source",
+            name="name",
+            pid=pid,
+            tid=tid,
+            ts="start_ts",
+            dur=dur.fill_null(0),
+            external_id="flow_id",
+            correlation=pl.when(linked).then(pl.col("flow_id")),
+            flow_id=pl.lit(None, pl.Int64),
+            flow_bp=pl.lit(None, pl.String),
+            stream="framework_stream_id",
+            device="nc_idx",
+            sequence=pl.lit(None, pl.Int64),
+            input_dims=pl.lit(None, pl.String),
+            lane=lane,
+            side=side,
+        )
+        .with_columns(end=pl.col("ts") + pl.col("dur"))
+    )
+    return events.select(
+        *(pl.col(c).cast(t) for c, t in EVENT_SCHEMA.items()),
+        pl.col("lane").cast(pl.Enum(LANES)),
+        "side",
+    )
+
+
+def load_explorer(path: str | Path) -> Profile:
+    """A Profile of a Neuron Explorer Parquet export; rows without a start or with an unknown source become warnings."""
+    path = Path(path)
+    rows = read_explorer(path)
+    events = explorer_events(rows)
+    warnings = []
+    dropped = rows.height - events.height
+    if dropped:
+        warnings.append(f"{path}: {dropped} rows have no start_ts; they were left out")
+    unknown = rows.filter(~pl.col("trace_event_source").str.to_lowercase().is_in(list(SOURCE_LANES)))
+    if unknown.height:
+        kinds = ", ".join(sorted(unknown["trace_event_source"].fill_null("null").unique().to_list()))
+        warnings.append(f"{path}: {unknown.height} rows have an unknown trace_event_source ({kinds}); counted in lane other")
+    meta = {"source": "neuron_explorer", "instance_ids": rows["instance_id"].drop_nulls().unique().sort().to_list()}
+    return Profile(path, events, meta, warnings)

@@ -1,0 +1,137 @@
+"""Neuron Explorer Parquet input: a SystemProfileEvents table built from the documented schema gives the same lanes, totals and gaps as the equivalent Kineto trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from conftest import write_trace, x
+from ntrace import analyze, load
+from ntrace.cli import main
+from ntrace.errors import TraceFormatError
+from ntrace.explorer import EXPLORER_SCHEMA, load_explorer
+
+# One naive-RMSNorm-like step: per op, a framework dispatch, a driver event on stream 3, an
+# nrt_execute call and a hardware execution, linked by one flow id. Times in µs from 1000.
+OPS = [("aten::mul", 0, 20), ("aten::mean", 40, 15), ("aten::add", 70, 12), ("aten::rsqrt", 100, 18), ("aten::mul", 140, 20)]
+
+
+def explorer_rows() -> pl.DataFrame:
+    rows = []
+    for i, (op, start, dur) in enumerate(OPS):
+        t = 1000 + start
+        flow = 100 + i
+        rows += [
+            dict(name=op, source="framework", ts=t, dur=dur, tid=1, stream=None, flow=flow, nc=None, pc=None),
+            dict(name="PrivateUse1 driver", source="framework", ts=t + 2, dur=3, tid=1, stream=3, flow=None, nc=None, pc=None),
+            dict(name="nrt_execute", source="neuron_rt", ts=t + 5, dur=dur - 6, tid=2, stream=None, flow=flow, nc=0, pc=None),
+            dict(name="nc_exec_running", source="neuron_hw", ts=t + 9, dur=dur - 12, tid=None, stream=None, flow=flow, nc=0, pc=0),
+        ]
+    rows.append(dict(name="ProfilerStep#3", source="framework", ts=995, dur=180, tid=1, stream=None, flow=None, nc=None, pc=None))
+    frame = pl.DataFrame(rows)
+    return pl.DataFrame(
+        {
+            "id": pl.int_range(0, frame.height, eager=True),
+            "name": frame["name"],
+            "start_ts": frame["ts"] * 1000,
+            "end_ts": (frame["ts"] + frame["dur"]) * 1000,
+            "duration_ns": frame["dur"] * 1000,
+            "trace_event_source": frame["source"],
+            "instance_id": pl.Series(["i-0ade06f040a13f2bf"] * frame.height),
+            "process_id": pl.Series([4242] * frame.height),
+            "thread_id": frame["tid"],
+            "nc_idx": frame["nc"],
+            "pcore_idx": frame["pc"],
+            "worker_gid": pl.Series([0] * frame.height),
+            "flow_id": frame["flow"],
+            "framework_stream_id": frame["stream"],
+            "extra_attributes_json": pl.Series(["{}"] * frame.height),
+        },
+        schema_overrides=EXPLORER_SCHEMA,
+    )
+
+
+def kineto_twin(path: Path) -> Path:
+    """The same events as a Kineto trace.json, with the categories the lane table maps to the same lanes."""
+    cats = {"neuron_rt": "privateuse1_runtime", "neuron_hw": "kernel"}
+    events = []
+    for r in explorer_rows().iter_rows(named=True):
+        ts, dur = r["start_ts"] / 1000, r["duration_ns"] / 1000
+        if r["trace_event_source"] == "neuron_hw":
+            events.append(x(r["name"], "kernel", ts, dur, pid=0, tid=0, correlation=r["flow_id"]))
+        elif r["trace_event_source"] == "neuron_rt":
+            events.append(x(r["name"], cats["neuron_rt"], ts, dur, pid=4242, tid=2, correlation=r["flow_id"]))
+        elif r["framework_stream_id"] is not None:
+            events.append(x(r["name"], "privateuse1_driver", ts, dur, pid=4242, tid=1, stream=3))
+        else:
+            cat = "user_annotation" if r["name"].startswith("ProfilerStep") else "cpu_op"
+            events.append(x(r["name"], cat, ts, dur, pid=4242, tid=1))
+    return write_trace(path, events)
+
+
+@pytest.fixture
+def parquet(tmp_path: Path) -> Path:
+    path = tmp_path / "system_profile.parquet"
+    explorer_rows().write_parquet(path)
+    return path
+
+
+def test_sources_map_to_lanes(parquet: Path) -> None:
+    profile = load(parquet)
+    counts = dict(profile.lanes.select("lane", "events").iter_rows())
+    assert counts == {"framework": 6, "device": 5, "runtime_api": 5, "hardware": 5, "other": 0}
+    assert profile.hardware_tracks["track"].to_list() == ["device NC0:0"]
+    assert profile.warnings == []
+
+
+def test_same_totals_and_gaps_as_kineto(parquet: Path, tmp_path: Path) -> None:
+    explorer = load(parquet)
+    kineto = load(kineto_twin(tmp_path / "trace.json"))
+    assert explorer.window == kineto.window
+    assert explorer.lanes.equals(kineto.lanes)
+    assert explorer.gaps.equals(kineto.gaps)
+    assert explorer.hardware_idle["gap"].to_list() == kineto.hardware_idle["gap"].to_list()
+    assert explorer.steps.drop("name").equals(kineto.steps.drop("name"))
+
+
+def test_totals_match_plain_sums(parquet: Path) -> None:
+    rows = explorer_rows()
+    hw = rows.filter(pl.col("trace_event_source") == "neuron_hw").sort("start_ts")
+    busy = load(parquet).lanes.filter(pl.col("lane") == "hardware")["busy"].item()
+    assert busy == hw["duration_ns"].sum()  # hardware executions never overlap here
+    idle = sum(b - a for a, b in zip(hw["end_ts"].to_list()[:-1], hw["start_ts"].to_list()[1:]))
+    assert load(parquet).gaps.filter(pl.col("kind") == "hardware_idle")["total"].item() == idle
+
+
+def test_flow_ids_link_runtime_to_hardware(parquet: Path) -> None:
+    profile = load(parquet)
+    delays = profile.launch_delays
+    assert delays.height == len(OPS)
+    assert delays["delay"].to_list() == [4000] * len(OPS)  # hardware starts 4 µs after nrt_execute
+    assert set(delays["call"]) == {"nrt_execute"}
+
+
+def test_missing_columns_and_unknown_sources(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.parquet"
+    pl.DataFrame({"name": ["a"], "start_ts": [1]}).write_parquet(bad)
+    with pytest.raises(TraceFormatError, match="missing trace_event_source, duration_ns or end_ts"):
+        load_explorer(bad)
+    odd = tmp_path / "odd.parquet"
+    pl.DataFrame({"name": ["a", "b"], "start_ts": [1, None], "end_ts": [5, 9], "trace_event_source": ["mystery", "neuron_hw"]}).write_parquet(odd)
+    profile = load_explorer(odd)
+    assert profile.lanes.filter(pl.col("lane") == "other")["total"].item() == 4
+    assert len(profile.warnings) == 2 and "mystery" in profile.warnings[1]
+    garbage = tmp_path / "garbage.parquet"
+    garbage.write_bytes(b"not parquet at all")
+    with pytest.raises(TraceFormatError, match="not a readable Parquet"):
+        load_explorer(garbage)
+
+
+def test_cli_analyzes_a_directory_with_parquet(parquet: Path) -> None:
+    result = CliRunner().invoke(main, ["analyze", str(parquet.parent), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert "system_profile.parquet" in result.output
+    assert analyze(parquet.parent).profiles[0].meta["source"] == "neuron_explorer"
