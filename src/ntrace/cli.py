@@ -68,3 +68,45 @@ def lanes() -> None:
 
     frame = lane_table()
     click.echo(table(["category", "lane", "side", "why"], [list(r) for r in frame.iter_rows()], left=4))
+
+
+def _ints(text: str, what: str, count: int | None = None) -> tuple[int, ...]:
+    """Parse "4,512" into (4, 512), or raise a click error naming the option."""
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: expected comma-separated integers", param_hint=what) from None
+    if count is not None and len(values) != count:
+        raise click.BadParameter(f"{text!r}: expected {count} integers", param_hint=what)
+    return values
+
+
+@main.command()
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), default=Path("ntrace-capture"), show_default=True, help="Directory to write one subdirectory per variant into.")
+@click.option("--device", type=click.Choice(["auto", "neuron", "cuda", "cpu"]), default="auto", show_default=True, help="auto: neuron if torch_neuronx imports, else cuda if available, else cpu.")
+@click.option("--variants", default="naive,fused,compiled", show_default=True, help="Which RMSNorm variants to capture.")
+@click.option("--shape", default="4,512", show_default=True, help="Input shape (the seed study used 4,512).")
+@click.option("--dtype", default="bfloat16", show_default=True, help="Input dtype, a torch dtype name.")
+@click.option("--schedule", "sched", default="2,1,1", show_default=True, help="Profiler schedule wait,warmup,active (run once).")
+@click.option("--cores", default="0", show_default=True, help="Neuron: NeuronCores to trace (capture_enabled_for_nc, e.g. 0,1,2-5).")
+@click.option("--force", is_flag=True, help="Write into a non-empty directory, overwriting only the files capture writes.")
+@_fail_cleanly
+def capture(out: Path, device: str, variants: str, shape: str, dtype: str, sched: str, cores: str, force: bool) -> None:
+    """Profile the three RMSNorm variants (naive ops, torch.rms_norm, torch.compile) of the seed study."""
+    from ntrace.capture import Schedule, capture as run
+
+    frame = run(
+        out,
+        device=device,
+        variants=tuple(v.strip() for v in variants.split(",") if v.strip()),
+        shape=_ints(shape, "--shape"),
+        dtype=dtype,
+        schedule=Schedule(*_ints(sched, "--schedule", 3)),
+        cores=cores,
+        force=force,
+        progress=lambda line: click.echo(line, err=True),
+    )
+    for row in frame.iter_rows(named=True):
+        traces = ", ".join(row["traces"]) or "no trace found"
+        click.echo(f"{row['dir']}: {traces}, capture.json, key_averages.json ({row['seconds']:.1f} s)", err=True)
+    click.echo(f"wrote {frame.height} variant(s) under {out}; next: ntrace analyze {out}", err=True)
