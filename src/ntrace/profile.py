@@ -97,6 +97,13 @@ class Profile:
         """One row per ProfilerStep#N window with per-lane busy time and hardware idle inside it."""
         return step_totals(self.complete)
 
+    @cached_property
+    def ops(self) -> pl.DataFrame:
+        """The per-op table of torch's key_averages() (ns), sorted by self CPU; see ntrace.ops.op_table for other views."""
+        from ntrace.ops import op_table
+
+        return op_table(self)
+
 
 def load(path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] | None = None) -> Profile:
     """Decode and classify one trace file (a Neuron Explorer .parquet export too); `lanes` adds category → lane rows."""

@@ -1,0 +1,126 @@
+"""Parent/child relations of host events per thread: which event directly encloses which, computed over whole columns.
+
+Among host-side complete events on the same (pid, tid) the parent of an event is the innermost
+event that contains it, with torch's tie rules (profiler_util._populate_cpu_children): events are
+ordered by (start, longer first, file order); an event that starts where another ends is its
+sibling; of two identical spans the first in the file is the parent. Events on one thread are
+assumed to nest properly (Kineto writes them so); partly overlapping spans get no defined parent.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+_NEST_SCHEMA = {"idx": pl.Int64, "parent_idx": pl.Int64, "depth": pl.Int64, "open_pos": pl.Int64, "close_pos": pl.Int64}
+
+
+def host_events(complete: pl.DataFrame) -> pl.DataFrame:
+    """The complete events that run on host threads and take part in nesting (the profiler's own "Trace" span excluded)."""
+    return complete.filter((pl.col("side") == "host") & (pl.col("cat").fill_null("") != "Trace"))
+
+
+def parents(events: pl.DataFrame) -> pl.DataFrame:
+    """Per event: (idx, parent_idx, depth, open_pos, close_pos); parent_idx is null at the top of a thread.
+
+    depth counts enclosing events; open_pos/close_pos are the event's start and end in one global
+    order of points (by thread, then time), so an event's descendants are exactly the events that
+    open between its own open_pos and close_pos.
+
+    Start and end points are sorted so that at equal times ends come before starts and a
+    zero-length event closes right after it opens; the running count of open events then gives each
+    event's depth, and its parent is the last event opened before it one level up (join_asof).
+    """
+    if events.is_empty():
+        return pl.DataFrame(schema=_NEST_SCHEMA)
+    spans = events.select(
+        "idx",
+        pid=pl.col("pid").fill_null("?"),
+        tid=pl.col("tid").fill_null("?"),
+        ts="ts",
+        end="end",
+    )
+    zero = pl.col("end") == pl.col("ts")
+    starts = spans.select("idx", "pid", "tid", t="ts", kind=pl.lit(1), neg_end=-pl.col("end"), sub=pl.lit(0), delta=pl.lit(1))
+    # A zero-length event's end sorts right after its own start; any other end sorts before every start at that time.
+    ends = spans.select(
+        "idx",
+        "pid",
+        "tid",
+        t="end",
+        kind=pl.when(zero).then(1).otherwise(0),
+        neg_end=pl.when(zero).then(-pl.col("end")).otherwise(0),
+        sub=pl.lit(1),
+        delta=pl.lit(-1),
+    )
+    points = (
+        pl.concat([starts, ends])
+        .sort(["pid", "tid", "t", "kind", "neg_end", "idx", "sub"])
+        .with_columns(pos=pl.int_range(pl.len(), dtype=pl.Int64))
+        .with_columns(depth=pl.col("delta").cum_sum().over(["pid", "tid"]) - 1)
+    )
+    opens = points.filter(pl.col("delta") == 1).select("idx", "pid", "tid", "pos", "depth")
+    closes = points.filter(pl.col("delta") == -1).select("idx", close_pos="pos")
+    openers = opens.select("pid", "tid", "pos", parent_idx="idx", depth=pl.col("depth") + 1)
+    return (
+        opens.join_asof(openers, on="pos", by=["pid", "tid", "depth"], strategy="backward", allow_exact_matches=False, check_sortedness=False)
+        .join(closes, on="idx")
+        .select("idx", "parent_idx", "depth", open_pos="pos", close_pos="close_pos")
+        .cast(_NEST_SCHEMA)
+        .sort("idx")
+    )
+
+
+def child_time(events: pl.DataFrame, nesting: pl.DataFrame) -> pl.DataFrame:
+    """Per event: (idx, child_dur), the summed duration of its direct children (0 for leaves)."""
+    per_parent = (
+        nesting.filter(pl.col("parent_idx").is_not_null())
+        .join(events.select("idx", "dur"), on="idx")
+        .group_by("parent_idx")
+        .agg(child_dur=pl.col("dur").sum())
+    )
+    return (
+        events.select("idx")
+        .join(per_parent, left_on="idx", right_on="parent_idx", how="left")
+        .with_columns(pl.col("child_dur").fill_null(0))
+    )
+
+
+def subtree_sum(nesting: pl.DataFrame, values: pl.DataFrame, column: str) -> pl.DataFrame:
+    """Per event: (idx, `column`_subtree), the sum of `column` (from `values`: idx, column) over the event and all its descendants."""
+    ordered = (
+        nesting.select("idx", "open_pos", "close_pos")
+        .join(values.select("idx", column), on="idx", how="left")
+        .with_columns(pl.col(column).fill_null(0))
+        .sort("open_pos")
+        .with_columns(_cum=pl.col(column).cum_sum())
+    )
+    upto = ordered.select(close_pos="open_pos", _cum_close="_cum")
+    return (
+        ordered.sort("close_pos")
+        .join_asof(upto, on="close_pos", strategy="backward")
+        .select("idx", (pl.col("_cum_close") - pl.col("_cum") + pl.col(column)).alias(f"{column}_subtree"))
+    )
+
+
+def nearest_ancestor(nesting: pl.DataFrame, is_target: pl.DataFrame) -> pl.DataFrame:
+    """Per event: (idx, anchor_idx), the nearest enclosing event (itself excluded) for which `is_target` holds.
+
+    `is_target` is (idx, target: bool). The walk goes up one level per round for every event at
+    once, so it loops over nesting depth, never over events.
+    """
+    targets = is_target.filter(pl.col("target")).select("idx")
+    step = nesting.select("idx", "parent_idx")
+    cur = step.rename({"parent_idx": "anchor_idx"})
+    while True:
+        pending = cur.filter(pl.col("anchor_idx").is_not_null()).join(targets, left_on="anchor_idx", right_on="idx", how="anti")
+        if pending.is_empty():
+            return cur
+        cur = (
+            cur.join(step, left_on="anchor_idx", right_on="idx", how="left")
+            .with_columns(
+                anchor_idx=pl.when(pl.col("anchor_idx").is_in(pending["anchor_idx"].implode()))
+                .then(pl.col("parent_idx"))
+                .otherwise(pl.col("anchor_idx"))
+            )
+            .select("idx", "anchor_idx")
+        )

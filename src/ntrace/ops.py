@@ -1,0 +1,195 @@
+"""The per-op table of torch's key_averages(), computed from the trace alone: calls, self/total CPU, self/total device time.
+
+Semantics follow torch.autograd.profiler_util: an op's self CPU is its duration minus its direct
+children on the same thread (runtime calls included); each hardware execution counts as self
+device time of the innermost framework op around the runtime call that launched it, and device
+total adds the op's descendants. Hardware time no op launched is kept as one "[unlinked device
+time]" row, so self device over all rows always equals the hardware lane total.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from ntrace.nesting import child_time, host_events, nearest_ancestor, parents, subtree_sum
+
+if TYPE_CHECKING:
+    from ntrace.profile import Profile
+
+UNLINKED = "[unlinked device time]"
+
+#: torch's sort keys (key_averages().table(sort_by=...)) → the op table column they sort on.
+SORT_KEYS: dict[str, str] = {
+    "self_cpu_time_total": "self_cpu",
+    "cpu_time_total": "cpu_total",
+    "cpu_time": "cpu_avg",
+    "self_device_time_total": "self_device",
+    "self_cuda_time_total": "self_device",
+    "self_privateuse1_time_total": "self_device",
+    "device_time_total": "device_total",
+    "cuda_time_total": "device_total",
+    "privateuse1_time_total": "device_total",
+    "device_time": "device_avg",
+    "count": "calls",
+}
+
+#: Category (lowercase) → device name, first match wins; ROCm traces write CUDA categories and torch calls them CUDA too.
+_DEVICE_CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("NEURON", ("privateuse1_runtime", "privateuse1_driver", "neuron_rt", "neuron_hw")),
+    ("MTIA", ("mtia_runtime", "mtia_ccp_events")),
+    ("XPU", ("xpu_runtime", "xpu_driver")),
+    ("CUDA", ("cuda_runtime", "cuda_driver", "kernel", "gpu_memcpy", "gpu_memset")),
+)
+
+OP_SCHEMA: dict[str, pl.DataType] = {
+    "name": pl.String,
+    "input_dims": pl.String,
+    "calls": pl.Int64,
+    "self_cpu": pl.Int64,
+    "cpu_total": pl.Int64,
+    "cpu_avg": pl.Int64,
+    "self_device": pl.Int64,
+    "device_total": pl.Int64,
+    "device_avg": pl.Int64,
+    "device_pct": pl.Float64,
+}
+
+
+def device_name(profile: "Profile") -> str:
+    """The device the table's device columns are named for: NEURON, MTIA, XPU, CUDA (also ROCm), or "none" for CPU-only traces."""
+    cats = set(profile.complete["cat"].drop_nulls().str.to_lowercase().unique().to_list())
+    return next((name for name, marks in _DEVICE_CATEGORIES if cats.intersection(marks)), "none")
+
+
+#: Names torch's profiler drops before building its tree (profiler._parse_kineto_results via _filter_name).
+HIDDEN_NAMES: tuple[str, ...] = (
+    "[memory]",
+    "[OutOfMemory]",
+    "profiler::_record_function_enter",
+    "profiler::_record_function_enter_new",
+    "profiler::_record_function_exit",
+    "aten::is_leaf",
+    "aten::output_nr",
+    "aten::_version",
+)
+
+
+def _tree_events(profile: "Profile") -> pl.DataFrame:
+    """The host events torch builds its op tree from: every host complete event except the names it hides."""
+    return host_events(profile.complete).filter(~pl.col("name").fill_null("").is_in(HIDDEN_NAMES))
+
+
+def device_attribution(profile: "Profile") -> pl.DataFrame:
+    """One row per hardware execution: (exec_idx, dur, call_idx, op_idx); op_idx is null when no framework op launched it."""
+    host = _tree_events(profile)
+    framework = host.select("idx", target=pl.col("lane") == "framework")
+    anchors = nearest_ancestor(parents(host), framework)
+    hw = profile.complete.filter(pl.col("lane") == "hardware").select(exec_idx="idx", dur="dur")
+    return (
+        hw.join(profile.links.select("exec_idx", "call_idx"), on="exec_idx", how="left")
+        .join(anchors.rename({"idx": "call_idx", "anchor_idx": "op_idx"}), on="call_idx", how="left")
+        .select("exec_idx", "dur", "call_idx", "op_idx")
+        .sort("exec_idx")
+    )
+
+
+def op_events(profile: "Profile") -> pl.DataFrame:
+    """One row per op as torch counts them: idx, name, input_dims, pid, tid, ts, dur, parent_idx, self_cpu, self_device, device_total (ns).
+
+    Like torch's EventList._remove_dup_nodes, an op whose parent has the same name and no other
+    child is folded into that parent (aten::sum calling aten::sum counts once); its self CPU and
+    self device time go to the parent. Names starting with "ProfilerStep#" become "ProfilerStep*".
+    """
+    host = _tree_events(profile)
+    nesting = parents(host)
+    own = device_attribution(profile).filter(pl.col("op_idx").is_not_null()).group_by("op_idx").agg(self_device=pl.col("dur").sum())
+    own = own.rename({"op_idx": "idx"})
+    events = (
+        host.select("idx", pl.col("name").fill_null(""), "input_dims", "pid", "tid", "ts", "dur")
+        .join(nesting.select("idx", "parent_idx"), on="idx", how="left")
+        .join(child_time(host, nesting), on="idx", how="left")
+        .join(own, on="idx", how="left")
+        .join(subtree_sum(nesting, own, "self_device"), on="idx", how="left")
+        .with_columns(
+            self_cpu=pl.col("dur") - pl.col("child_dur"),
+            self_device=pl.col("self_device").fill_null(0),
+            device_total=pl.col("self_device_subtree").fill_null(0),
+        )
+    )
+    shape = events.select("idx", "name", "parent_idx")
+    only_child = shape.group_by("parent_idx").agg(_children=pl.len())
+    folded = (
+        shape.join(shape.select(parent_idx="idx", _parent_name="name"), on="parent_idx", how="left")
+        .join(only_child, on="parent_idx", how="left")
+        .select("idx", target=~((pl.col("name") == pl.col("_parent_name")) & (pl.col("_children") == 1)).fill_null(False))
+    )
+    keeper = (
+        nearest_ancestor(nesting, folded)
+        .join(folded, on="idx")
+        .select("idx", keeper=pl.when(pl.col("target")).then(pl.col("idx")).otherwise(pl.col("anchor_idx")))
+    )
+    moved = (
+        events.join(keeper, on="idx")
+        .group_by("keeper")
+        .agg(pl.col("self_cpu").sum(), pl.col("self_device").sum())
+        .rename({"keeper": "idx"})
+    )
+    return (
+        events.drop("self_cpu", "self_device")
+        .join(moved, on="idx")
+        .select(
+            "idx",
+            pl.when(pl.col("name").str.starts_with("ProfilerStep#")).then(pl.lit("ProfilerStep*")).otherwise(pl.col("name")).alias("name"),
+            "input_dims",
+            "pid",
+            "tid",
+            "ts",
+            "dur",
+            "parent_idx",
+            "self_cpu",
+            "self_device",
+            "device_total",
+        )
+        .sort("idx")
+    )
+
+
+def op_table(profile: "Profile", group_by_shape: bool = False, sort_by: str = "self_cpu_time_total") -> pl.DataFrame:
+    """key_averages() as a frame: one row per op name (and input shape when asked), plus the unlinked device time row.
+
+    Columns: name, [input_dims], calls, self_cpu, cpu_total, cpu_avg, self_device, device_total,
+    device_avg (ns) and device_pct (share of all hardware time), sorted descending by a torch sort key.
+    """
+    if sort_by not in SORT_KEYS:
+        raise ValueError(f"unknown sort key {sort_by!r}; use one of {', '.join(SORT_KEYS)}")
+    keys = ["name", "input_dims"] if group_by_shape else ["name"]
+    events = op_events(profile)
+    unlinked = device_attribution(profile).filter(pl.col("op_idx").is_null())
+    hw_total = int(profile.complete.filter(pl.col("lane") == "hardware")["dur"].sum())
+    rows = events.group_by(keys).agg(
+        calls=pl.len().cast(pl.Int64),
+        self_cpu=pl.col("self_cpu").sum(),
+        cpu_total=pl.col("dur").sum(),
+        self_device=pl.col("self_device").sum(),
+        device_total=pl.col("device_total").sum(),
+    )
+    if unlinked.height:
+        extra = pl.DataFrame(
+            {"name": [UNLINKED], "input_dims": [None], "calls": [unlinked.height], "self_cpu": [0], "cpu_total": [0],
+             "self_device": [int(unlinked["dur"].sum())], "device_total": [int(unlinked["dur"].sum())]},
+            schema={k: OP_SCHEMA[k] for k in ("name", "input_dims", "calls", "self_cpu", "cpu_total", "self_device", "device_total")},
+        ).select(*keys, "calls", "self_cpu", "cpu_total", "self_device", "device_total")
+        rows = pl.concat([rows.cast(extra.schema), extra])
+    column = SORT_KEYS[sort_by]
+    return (
+        rows.with_columns(
+            cpu_avg=pl.col("cpu_total") // pl.col("calls"),
+            device_avg=pl.col("device_total") // pl.col("calls"),
+            device_pct=pl.col("self_device") / hw_total if hw_total else pl.lit(0.0),
+        )
+        .select([k for k in OP_SCHEMA if k in keys or k not in ("name", "input_dims")])
+        .cast({k: v for k, v in OP_SCHEMA.items() if k in keys or k not in ("name", "input_dims")})
+        .sort([column, "name"], descending=[True, False], nulls_last=True)
+    )
