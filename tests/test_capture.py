@@ -38,8 +38,8 @@ def test_naive_rms_norm_matches_torch_rms_norm() -> None:
 
 
 def test_schedule_steps_is_wait_plus_warmup_plus_active() -> None:
-    assert cap.Schedule().steps == 4
-    assert cap.Schedule(0, 2, 3).steps == 5
+    assert cap.ProfileSchedule().steps == 4
+    assert cap.ProfileSchedule(0, 2, 3).steps == 5
 
 
 def test_analysis_and_cli_import_without_torch(tmp_path: Path) -> None:
@@ -109,8 +109,8 @@ def test_neuron_path_uses_the_documented_api(fake_neuronx: Any, tmp_path: Path) 
     from torch_neuronx.profiling import NeuronProfiler, ProfileMode
 
     lines: list[str] = []
-    backend = cap.neuron_backend(cap.Schedule(2, 1, 1), "0", tensor_device="cpu")
-    frame = cap.capture(tmp_path / "out", backend=backend, shape=SMALL, progress=lines.append)
+    backend = cap.neuron_backend(cap.ProfileSchedule(2, 1, 1), "0", tensor_device="cpu")
+    frame = cap.capture_study(tmp_path / "out", backend=backend, shape=SMALL, progress=lines.append)
     calls = fake_neuronx.CALLS
     assert frame["variant"].to_list() == list(cap.VARIANTS)
 
@@ -164,8 +164,8 @@ def test_neuron_without_correlate_device_time_is_reported(fake_neuronx: Any, tmp
 
     monkeypatch.setattr(profiling, "NeuronConfig", profiling.NeuronConfigWithoutCorrelate)
     lines: list[str] = []
-    backend = cap.neuron_backend(cap.Schedule(), "0,1", tensor_device="cpu")
-    frame = cap.capture(tmp_path, variants=("fused",), backend=backend, shape=SMALL, progress=lines.append)
+    backend = cap.neuron_backend(cap.ProfileSchedule(), "0,1", tensor_device="cpu")
+    frame = cap.capture_study(tmp_path, variants=("fused",), backend=backend, shape=SMALL, progress=lines.append)
     assert frame["correlate_device_time"].to_list() == [False]
     assert _json(tmp_path / "fused" / cap.CAPTURE_FILE)["correlate_device_time"] is False
     assert [c[1] for c in _of(fake_neuronx.CALLS, "NeuronConfig")][0]["capture_enabled_for_nc"] == "0,1"

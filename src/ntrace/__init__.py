@@ -4,6 +4,7 @@ The public API is re-exported here; submodules are implementation.
 """
 
 from ntrace.analysis import Analysis, analyze
+from ntrace.capture import ProfileSchedule, capture_info, capture_study
 from ntrace.decode import decode_trace
 from ntrace.discover import find_traces
 from ntrace.errors import ArtifactError, CaptureError, InputError, NtraceError, OutputError, TraceFormatError
@@ -19,8 +20,11 @@ __all__ = [
     "NtraceError",
     "OutputError",
     "Profile",
+    "ProfileSchedule",
     "TraceFormatError",
     "analyze",
+    "capture_info",
+    "capture_study",
     "classify",
     "decode_trace",
     "find_traces",

@@ -43,7 +43,7 @@ Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class Schedule:
+class ProfileSchedule:
     """torch.profiler.schedule(wait, warmup, active), run once: `steps` = wait + warmup + active."""
 
     wait: int = 2
@@ -104,7 +104,7 @@ def _accepts(fn: Any, name: str) -> bool | None:
     return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
-def neuron_backend(schedule: Schedule, cores: str, tensor_device: str = "neuron") -> Backend:
+def neuron_backend(schedule: ProfileSchedule, cores: str, tensor_device: str = "neuron") -> Backend:
     """The documented torch_neuronx.profiling path (formats.md §1); `tensor_device` is injectable so a fake runs on CPU."""
     torch = _torch()
     neuronx = _neuronx()
@@ -140,7 +140,7 @@ def neuron_backend(schedule: Schedule, cores: str, tensor_device: str = "neuron"
     return Backend("neuron", tensor_device, "neuron", sync, profiler_args, versions)
 
 
-def torch_backend(device: str, schedule: Schedule) -> Backend:
+def torch_backend(device: str, schedule: ProfileSchedule) -> Backend:
     """Plain torch.profiler on CPU or CUDA: same schedule, device synchronized, trace exported as trace.json."""
     torch = _torch()
     if device == "cuda" and not torch.cuda.is_available():
@@ -175,7 +175,7 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def make_backend(device: str, schedule: Schedule, cores: str) -> Backend:
+def make_backend(device: str, schedule: ProfileSchedule, cores: str) -> Backend:
     """The Backend for a resolved device name."""
     return neuron_backend(schedule, cores) if device == "neuron" else torch_backend(device, schedule)
 
@@ -226,14 +226,14 @@ def _traces_in(out: Path) -> list[str]:
     return [str(p.relative_to(out)) for p in find_traces(out)]
 
 
-def capture(
+def capture_study(
     out: str | Path,
     *,
     device: str = "auto",
     variants: tuple[str, ...] = VARIANTS,
     shape: tuple[int, ...] = (4, 512),
     dtype: str = "bfloat16",
-    schedule: Schedule = Schedule(),
+    schedule: ProfileSchedule = ProfileSchedule(),
     cores: str = "0",
     force: bool = False,
     backend: Backend | None = None,

@@ -31,6 +31,17 @@ def _fail_cleanly(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+#: Output formats of the commands that print results: aligned text, JSON, one CSV table, Markdown for pull requests.
+FORMATS = ["table", "json", "csv", "markdown"]
+
+
+def _renderer(fmt: str) -> Any:
+    """The render module for an output format (each has `render(analysis) -> str`)."""
+    from ntrace.render import csv, json, markdown, text
+
+    return {"table": text, "json": json, "csv": csv, "markdown": markdown}[fmt]
+
+
 def _warn(warnings: list[str]) -> None:
     """Warnings go to stderr too, so they are seen whatever the output format."""
     for w in warnings:
@@ -46,18 +57,21 @@ def main(debug: bool) -> None:
 
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one row per trace; markdown: tables to paste into a pull request.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar on stderr.")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Analyze this many traces in parallel.")
 @click.option("--plain", is_flag=True, help="Use the plain orjson decoder instead of the typed fast path.")
+@click.option("--max-events", type=click.IntRange(1), default=None, help="Analyze only each trace's first N events (for traces too large for memory).")
 @_fail_cleanly
-def analyze(path: Path, fmt: str, jobs: int, plain: bool) -> None:
+def analyze(path: Path, fmt: str, quiet: bool, jobs: int, plain: bool, max_events: int | None) -> None:
     """Analyze a trace file, or every trace under a directory: lanes, tracks, dispatch gaps, steps."""
     from ntrace.analysis import analyze as run
-    from ntrace.render import json as json_renderer, text as text_renderer
+    from ntrace.progress import progress
 
-    result = run(path, jobs=jobs, fast=not plain)
+    with progress(enabled=not quiet):
+        result = run(path, jobs=jobs, fast=not plain, max_events=max_events)
     _warn(result.all_warnings)
-    click.echo((json_renderer if fmt == "json" else text_renderer).render(result), nl=fmt == "json")
+    click.echo(_renderer(fmt).render(result), nl=fmt == "json")
 
 
 @main.command()
@@ -93,15 +107,15 @@ def _ints(text: str, what: str, count: int | None = None) -> tuple[int, ...]:
 @_fail_cleanly
 def capture(out: Path, device: str, variants: str, shape: str, dtype: str, sched: str, cores: str, force: bool) -> None:
     """Profile the three RMSNorm variants (naive ops, torch.rms_norm, torch.compile) of the seed study."""
-    from ntrace.capture import Schedule, capture as run
+    from ntrace.capture import ProfileSchedule, capture_study
 
-    frame = run(
+    frame = capture_study(
         out,
         device=device,
         variants=tuple(v.strip() for v in variants.split(",") if v.strip()),
         shape=_ints(shape, "--shape"),
         dtype=dtype,
-        schedule=Schedule(*_ints(sched, "--schedule", 3)),
+        schedule=ProfileSchedule(*_ints(sched, "--schedule", 3)),
         cores=cores,
         force=force,
         progress=lambda line: click.echo(line, err=True),
@@ -110,3 +124,27 @@ def capture(out: Path, device: str, variants: str, shape: str, dtype: str, sched
         traces = ", ".join(row["traces"]) or "no trace found"
         click.echo(f"{row['dir']}: {traces}, capture.json, key_averages.json ({row['seconds']:.1f} s)", err=True)
     click.echo(f"wrote {frame.height} variant(s) under {out}; next: ntrace analyze {out}", err=True)
+
+
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--perfetto", "out", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Write a Chrome-trace JSON that Perfetto (ui.perfetto.dev) and chrome://tracing open.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@_fail_cleanly
+def export(path: Path, out: Path, quiet: bool) -> None:
+    """Export one trace (or Neuron Explorer .parquet) with lanes as named processes, launch flows and hardware idle gaps."""
+    from ntrace.discover import find_traces
+    from ntrace.errors import InputError
+    from ntrace.perfetto import export_perfetto
+    from ntrace.profile import load
+    from ntrace.progress import progress
+
+    traces = find_traces(path)
+    if len(traces) != 1:
+        listed = ", ".join(str(t) for t in traces[:3]) + (", …" if len(traces) > 3 else "")
+        raise InputError(path, f"holds {len(traces)} traces ({listed or 'none'}); export one file at a time")
+    with progress(enabled=not quiet):
+        profile = load(traces[0])
+        _warn(profile.warnings)
+        written = export_perfetto(profile, out)
+    click.echo(f"wrote {written}: {profile.complete.height} slices, {profile.links.height} flows, {profile.hardware_idle.height} hardware idle gaps; open it in https://ui.perfetto.dev or chrome://tracing")
