@@ -4,14 +4,16 @@ Neuron Explorer (formats.md section 7) writes one row per event: id, name, start
 duration_ns (int64 ns), trace_event_source ("framework" | "neuron_rt" | "neuron_hw"),
 instance_id, process_id, thread_id, nc_idx, pcore_idx, worker_gid, flow_id,
 framework_stream_id, extra_attributes_json. This module maps those rows onto the events frame
-contract of `decode.EVENT_SCHEMA` plus `lane`/`side`, so every Profile analysis runs unchanged:
+contract of `decode.EVENT_SCHEMA` plus `lane`/`side`, so every Profile analysis runs unchanged.
+Each source gets the category the lane table already knows for it:
 
-- framework rows with a `framework_stream_id` → `device` lane (Explorer's framework/Stream:n,
-  "device interaction events grouped by stream ID"), drawn per stream;
-- other framework rows → `framework` lane (framework/TID:n), drawn per process/thread;
+- framework rows with a `framework_stream_id` → `privateuse1_driver` (Explorer's framework/Stream:n,
+  "device interaction events grouped by stream ID") → `device` lane, drawn per stream;
+- ProfilerStep#N framework rows → `user_annotation`, other framework rows → `cpu_op` → `framework`
+  lane (framework/TID:n), drawn per process/thread;
 - neuron_rt → `runtime_api` (neuron_rt/NC:n), drawn per process and NeuronCore;
 - neuron_hw → `hardware` (neuron_hw/NCa:b), one track per NeuronCore a, physical core b;
-- any other source → `other`, with a warning.
+- any other source keeps its name as category → `other`, with a warning.
 
 `flow_id` links a framework dispatch to the runtime execution it started, which is what Kineto's
 "External id" means, so it fills `external_id`; it also fills `correlation` on runtime and
@@ -27,8 +29,9 @@ import polars as pl
 
 from ntrace.decode import EVENT_SCHEMA
 from ntrace.errors import InputError, TraceFormatError
-from ntrace.lanes import LANES
+from ntrace.lanes import classify
 from ntrace.profile import Profile
+from ntrace.steps import STEP_NAME
 
 #: The documented columns of `SystemProfileEvents`, with the dtype ntrace reads each as.
 EXPLORER_SCHEMA: dict[str, pl.DataType] = {
@@ -49,12 +52,8 @@ EXPLORER_SCHEMA: dict[str, pl.DataType] = {
     "extra_attributes_json": pl.String,
 }
 
-#: trace_event_source → (lane, side) for rows that are not stream-grouped framework rows.
-SOURCE_LANES: dict[str, tuple[str, str]] = {
-    "framework": ("framework", "host"),
-    "neuron_rt": ("runtime_api", "host"),
-    "neuron_hw": ("hardware", "device"),
-}
+#: The sources Explorer documents; any other value is kept as the category and lands in lane `other`.
+SOURCES: tuple[str, ...] = ("framework", "neuron_rt", "neuron_hw")
 
 _REQUIRED = ("name", "start_ts", "trace_event_source")
 
@@ -91,15 +90,22 @@ def read_explorer(path: str | Path) -> pl.DataFrame:
 
 
 def explorer_events(rows: pl.DataFrame) -> pl.DataFrame:
-    """Map SystemProfileEvents rows onto the events frame (EVENT_SCHEMA columns, then lane and side), sorted by start."""
+    """Map SystemProfileEvents rows onto the events frame (EVENT_SCHEMA columns, then lane and side), sorted by start.
+
+    Each row gets the Kineto category that names the same thing, so the one lane table classifies it
+    and an exported trace re-reads into the same lanes.
+    """
     source = pl.col("trace_event_source").str.to_lowercase()
     on_stream = (source == "framework") & pl.col("framework_stream_id").is_not_null()
-    lane = (
+    category = (
         pl.when(on_stream)
-        .then(pl.lit("device"))
-        .otherwise(source.replace_strict({k: v[0] for k, v in SOURCE_LANES.items()}, default="other"))
+        .then(pl.lit("privateuse1_driver"))
+        .when((source == "framework") & pl.col("name").str.contains(STEP_NAME))
+        .then(pl.lit("user_annotation"))
+        .when(source == "framework")
+        .then(pl.lit("cpu_op"))
+        .otherwise(pl.col("trace_event_source"))
     )
-    side = source.replace_strict({k: v[1] for k, v in SOURCE_LANES.items()}, default="host")
     core = pl.format("NC{}:{}", pl.col("nc_idx").fill_null(0), pl.col("pcore_idx").fill_null(0))
     pid = pl.when(source == "neuron_hw").then(core).otherwise(pl.col("process_id").cast(pl.String))
     tid = (
@@ -119,7 +125,7 @@ def explorer_events(rows: pl.DataFrame) -> pl.DataFrame:
         .select(
             idx=pl.int_range(0, pl.len(), dtype=pl.Int64),
             ph=pl.lit("X"),
-            cat="trace_event_source",
+            cat=category,
             name="name",
             pid=pid,
             tid=tid,
@@ -133,16 +139,10 @@ def explorer_events(rows: pl.DataFrame) -> pl.DataFrame:
             device="nc_idx",
             sequence=pl.lit(None, pl.Int64),
             input_dims=pl.lit(None, pl.String),
-            lane=lane,
-            side=side,
         )
         .with_columns(end=pl.col("ts") + pl.col("dur"))
     )
-    return events.select(
-        *(pl.col(c).cast(t) for c, t in EVENT_SCHEMA.items()),
-        pl.col("lane").cast(pl.Enum(LANES)),
-        "side",
-    )
+    return classify(events.select(*(pl.col(c).cast(t) for c, t in EVENT_SCHEMA.items())))
 
 
 def load_explorer(path: str | Path) -> Profile:
@@ -154,7 +154,7 @@ def load_explorer(path: str | Path) -> Profile:
     dropped = rows.height - events.height
     if dropped:
         warnings.append(f"{path}: {dropped} rows have no start_ts; they were left out")
-    unknown = rows.filter(~pl.col("trace_event_source").str.to_lowercase().is_in(list(SOURCE_LANES)))
+    unknown = rows.filter(~pl.col("trace_event_source").str.to_lowercase().is_in(list(SOURCES)))
     if unknown.height:
         kinds = ", ".join(sorted(unknown["trace_event_source"].fill_null("null").unique().to_list()))
         warnings.append(f"{path}: {unknown.height} rows have an unknown trace_event_source ({kinds}); counted in lane other")

@@ -1,0 +1,70 @@
+"""The Markdown renderer: GitHub tables ready to paste into a pull request, times formatted as torch prints them."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ntrace.analysis import Analysis
+from ntrace.profile import Profile
+from ntrace.render.tables import gaps_frame, lanes_frame, steps_frame, summary_frame, tracks_frame, variant_name
+from ntrace.render.units import fmt_pct, fmt_time
+
+_ESCAPES = str.maketrans({"|": "\\|", "\n": " ", "\r": " "})
+
+
+def _cell(column: str, value: object) -> str:
+    """One cell: `*_us` as a torch-style time, shares as percentages, numbers right as they are, `|` escaped."""
+    if value is None:
+        return "-"
+    if column.endswith("_us") and isinstance(value, (int, float)):
+        return fmt_time(value * 1000)
+    if (column == "share" or column.endswith("_share")) and isinstance(value, float):
+        return fmt_pct(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value).translate(_ESCAPES)
+
+
+def _header(column: str) -> str:
+    name = column.removesuffix("_us")
+    return ("% window" if name == "share" else name.replace("_", " ")).translate(_ESCAPES)
+
+
+def frame_table(frame: pl.DataFrame) -> str:
+    """Any display frame as a GitHub Markdown table: text columns left-aligned, numbers right-aligned."""
+    numeric = [t.is_numeric() for t in frame.dtypes]
+    head = "| " + " | ".join(_header(c) for c in frame.columns) + " |"
+    rule = "|" + "|".join("---:" if n else ":---" for n in numeric) + "|"
+    body = ["| " + " | ".join(_cell(c, v) for c, v in zip(frame.columns, row)) + " |" for row in frame.iter_rows()]
+    return "\n".join([head, rule, *body])
+
+
+def profile_markdown(profile: Profile, name: str) -> str:
+    """One profile's section: lanes, hardware tracks, dispatch gaps, steps."""
+    out = [f"### {name}".translate(_ESCAPES), "", f"{profile.complete.height:,} complete events over a {fmt_time(profile.window_ns)} window.", ""]
+    out += ["**Lanes**", "", frame_table(lanes_frame(profile)), ""]
+    hw = tracks_frame(profile).filter(pl.col("lane") == "hardware").drop("lane")
+    if hw.height:
+        out += ["**Hardware tracks**", "", frame_table(hw), ""]
+    out += ["**Dispatch gaps**", "", frame_table(gaps_frame(profile)), ""]
+    if profile.steps.height:
+        out += ["**Profiler steps** (busy per lane inside each step)", "", frame_table(steps_frame(profile)), ""]
+    return "\n".join(out)
+
+
+def _summary_columns(frame: pl.DataFrame) -> pl.DataFrame:
+    """The comparison columns a reviewer reads first: window, busy per lane, hardware idle, launch delay."""
+    keep = ["trace", "window_us", *(c for c in frame.columns if c.endswith("_busy_us")), "hardware_idle_count", "hardware_idle_total_us", "launch_delay_p50_us"]
+    return frame.select(c for c in keep if c in frame.columns)
+
+
+def render(analysis: Analysis) -> str:
+    """The analysis as Markdown: a summary table when there are several traces, then one section per trace, then warnings."""
+    parts = [f"## ntrace analysis of `{analysis.root}`", ""]
+    if len(analysis.profiles) > 1:
+        parts += ["**Summary** (one row per trace)", "", frame_table(_summary_columns(summary_frame(analysis))), ""]
+    parts += [profile_markdown(p, variant_name(p, analysis.root)) for p in analysis.profiles]
+    warnings = analysis.all_warnings
+    if warnings:
+        parts += ["**Warnings**", "", *(f"- {w}".translate(_ESCAPES) for w in warnings), ""]
+    return "\n".join(parts)

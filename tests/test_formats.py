@@ -1,0 +1,127 @@
+"""Output formats (CSV, Markdown) cross-checked against the JSON contract, and the progress bar on stderr."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from conftest import write_trace, x
+from ntrace.cli import main
+from ntrace.progress import Bar, progress, report
+from ntrace.render.markdown import frame_table
+
+
+def _variants(root: Path) -> Path:
+    """Two variant directories, each with a trace.json: the shape of fixtures/rmsnorm."""
+    for name, n in (("naive", 3), ("fused|odd", 1)):
+        events = [x("ProfilerStep#1", "user_annotation", 0, 100)]
+        for i in range(n):
+            events += [x(f"aten::op{i}", "cpu_op", 1 + 20 * i, 10), x("nrt_execute", "privateuse1_runtime", 2 + 20 * i, 5, tid=2, correlation=i + 1)]
+            events.append(x("nc_exec_running", "kernel", 9 + 20 * i, 4.5, pid=0, tid=0, correlation=i + 1))
+        (root / name).mkdir(parents=True)
+        write_trace(root / name / "trace.json", events)
+    return root
+
+
+def _cli(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_csv_matches_json(tmp_path: Path) -> None:
+    root = _variants(tmp_path)
+    rows = list(csv.DictReader(io.StringIO(_cli("analyze", str(root), "--format", "csv", "-q"))))
+    doc = json.loads(_cli("analyze", str(root), "--format", "json"))
+    assert [r["trace"] for r in rows] == ["fused|odd", "naive"]
+    for row, prof in zip(rows, doc["profiles"]):
+        assert float(row["window_us"]) == prof["window_us"]
+        for lane in prof["lanes"]:
+            assert float(row[f"{lane['lane']}_busy_us"]) == lane["busy_us"]
+            assert int(row[f"{lane['lane']}_events"]) == lane["events"]
+        idle = prof["gaps"]["hardware_idle"]
+        assert int(row["hardware_idle_count"]) == idle["count"] and float(row["hardware_idle_total_us"]) == idle["total_us"]
+    # independent check: naive has 3 non-overlapping 4.5 µs executions 20 µs apart
+    naive = rows[1]
+    assert float(naive["hardware_busy_us"]) == 13.5 and float(naive["hardware_idle_total_us"]) == 2 * 15.5
+
+
+def test_markdown_tables(tmp_path: Path) -> None:
+    root = _variants(tmp_path)
+    md = _cli("analyze", str(root), "--format", "markdown")
+    assert md.startswith("## ntrace analysis of")
+    assert "**Summary** (one row per trace)" in md
+    assert "### fused\\|odd" in md and "### naive" in md  # pipes escaped so the table stays a table
+    tables = [block for block in md.split("\n\n") if block.startswith("| ")]
+    assert len(tables) == 1 + 2 * 4  # summary, then lanes, hardware tracks, gaps, steps per trace
+    for table in tables:
+        lines = table.splitlines()
+        widths = {line.replace("\\|", "").count("|") for line in lines}
+        assert len(widths) == 1, table  # every row has as many cells as the header
+        assert set(lines[1].replace("|", "")) <= set(":-")
+    assert "| hardware | 3 | 13.500us | 13.500us |" in md
+
+
+def test_frame_table_formats_cells() -> None:
+    frame = pl.DataFrame({"name": ["a|b", None], "calls": [1200, 3], "self_us": [1.5, 2500.0], "share": [0.5, 0.25]})
+    assert frame_table(frame).splitlines() == [
+        "| name | calls | self | % window |",
+        "|:---|---:|---:|---:|",
+        "| a\\|b | 1,200 | 1.500us | 50.00% |",
+        "| - | 3 | 2.500ms | 25.00% |",
+    ]
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_draws_on_a_terminal_after_the_delay() -> None:
+    stream = _Tty()
+    with progress(stream=stream, delay=0.05) as bar:
+        assert isinstance(bar, Bar)
+        report("reading trace.json", 50 << 20, 200 << 20, "bytes")
+        time.sleep(0.3)
+        drawn = stream.getvalue()
+        report("decoding", 12345, None, "events")
+        time.sleep(0.25)
+    out = stream.getvalue()
+    assert "reading trace.json [######" in drawn and " 25.0% 50.0 MiB of 200.0 MiB" in drawn
+    assert "decoding" in out and "12,345 events" in out
+    assert out.endswith("\r")  # the line is erased at the end
+
+
+def test_progress_silent_when_fast_not_a_terminal_or_quiet() -> None:
+    fast = _Tty()
+    with progress(stream=fast, delay=1.0):
+        report("reading", 1, 2)
+    assert fast.getvalue() == ""
+    pipe = io.StringIO()
+    with progress(stream=pipe, delay=0.0) as bar:
+        assert bar is None
+        report("reading", 1, 2)
+        time.sleep(0.15)
+    assert pipe.getvalue() == ""
+    quiet = _Tty()
+    with progress(enabled=False, stream=quiet, delay=0.0) as bar:
+        assert bar is None
+    report("outside any bar", 1, 2)  # a no-op
+
+
+def test_cli_stderr_has_no_progress_when_piped(tmp_path: Path) -> None:
+    root = _variants(tmp_path)
+    result = CliRunner().invoke(main, ["analyze", str(root)])
+    assert result.exit_code == 0 and result.stderr == ""
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "csv", "markdown"])
+def test_every_format_runs(tmp_path: Path, fmt: str) -> None:
+    assert "naive" in _cli("analyze", str(_variants(tmp_path)), "--format", fmt)
