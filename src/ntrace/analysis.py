@@ -26,28 +26,36 @@ class Analysis:
         return [*self.warnings, *(w for p in self.profiles for w in p.warnings)]
 
 
-def _load_one(path: Path, fast: bool, lanes: Mapping[str, str] | None) -> Profile | NtraceError:
+def _load_one(path: Path, fast: bool, lanes: Mapping[str, str] | None, max_events: int | None = None) -> Profile | NtraceError:
     """Load one trace, returning the error instead of raising so one bad file never stops the rest."""
     try:
-        return load(path, fast=fast, lanes=lanes)
+        return load(path, fast=fast, lanes=lanes, max_events=max_events)
     except NtraceError as exc:
         return exc
 
 
-def analyze(path: str | Path, *, jobs: int = 1, fast: bool = True, lanes: Mapping[str, str] | None = None) -> Analysis:
-    """Load every trace at or under `path`. A single bad file given directly raises; among many it becomes a warning."""
+def analyze(
+    path: str | Path, *, jobs: int = 1, fast: bool = True, lanes: Mapping[str, str] | None = None, max_events: int | None = None
+) -> Analysis:
+    """Load every trace at or under `path`. A single bad file given directly raises; among many it becomes a warning.
+
+    `max_events` keeps only each JSON trace's first events.
+    """
     root = Path(path)
-    traces = find_traces(root)
+    notes: list[str] = []
+    traces = find_traces(root, notes)
     if not traces:
-        raise InputError(root, "holds no framework trace (*.json, *.json.gz with traceEvents)")
-    if root.is_file():
-        return Analysis(root, [load(root, fast=fast, lanes=lanes)])
-    if jobs > 1 and len(traces) > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(traces))) as pool:
-            results = list(pool.map(_load_one, traces, [fast] * len(traces), [lanes] * len(traces)))
+        why = f" ({'; '.join(notes)})" if notes else ""
+        raise InputError(root, f"holds no framework trace (*.json, *.json.gz with traceEvents){why}")
+    if not root.is_dir():
+        return Analysis(root, [load(root, fast=fast, lanes=lanes, max_events=max_events)])
+    n = len(traces)
+    if jobs > 1 and n > 1:
+        with ProcessPoolExecutor(max_workers=min(jobs, n)) as pool:
+            results = list(pool.map(_load_one, traces, [fast] * n, [lanes] * n, [max_events] * n))
     else:
-        results = [_load_one(t, fast, lanes) for t in traces]
-    analysis = Analysis(root)
+        results = [_load_one(t, fast, lanes, max_events) for t in traces]
+    analysis = Analysis(root, warnings=notes)
     for result in results:
         if isinstance(result, NtraceError):
             analysis.warnings.append(f"skipped {result}")

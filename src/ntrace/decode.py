@@ -7,8 +7,6 @@ whose value types the typed decoder rejects). Column building is shared, so both
 
 from __future__ import annotations
 
-import gzip
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -17,7 +15,11 @@ import msgspec
 import orjson
 import polars as pl
 
-from ntrace.errors import InputError, TraceFormatError
+from ntrace.errors import TraceFormatError
+from ntrace.limits import check_fits
+from ntrace.readfile import read_json
+from ntrace.salvage import keep_first_events, repair_json
+from ntrace.sanity import checked_events
 
 Num = int | float | str | None
 
@@ -93,47 +95,55 @@ class DecodedTrace:
     warnings: list[str] = field(default_factory=list)
 
 
-def read_bytes(path: Path) -> bytes:
-    """Return the file's JSON bytes, gunzipped when it is gzip, without a UTF-8 BOM."""
-    try:
-        raw = path.read_bytes()
-    except IsADirectoryError:
-        raise InputError(path, "is a directory, not a trace file") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise TraceFormatError(path, f"corrupt or truncated gzip ({exc})") from None
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    if not raw.strip():
-        raise TraceFormatError(path, "is empty: no trace events")
-    return raw
+def decode_trace(path: str | Path, *, fast: bool = True, max_events: int | None = None) -> DecodedTrace:
+    """Decode the trace at `path` into a `DecodedTrace`; `fast=False` forces the plain orjson path.
 
-
-def decode_trace(path: str | Path, *, fast: bool = True) -> DecodedTrace:
-    """Decode the trace at `path` into a `DecodedTrace`; `fast=False` forces the plain orjson path."""
+    `max_events` keeps only the file's first events (as Kineto lays a file out, the rest is never
+    decoded). Damaged files are repaired where they can be (see ntrace.salvage), with warnings;
+    an error raised after such a warning carries it, so the one-line message says everything.
+    """
     path = Path(path)
-    raw = read_bytes(path)
     warnings: list[str] = []
+    try:
+        return _decode(path, fast, max_events, warnings)
+    except TraceFormatError as exc:
+        if not warnings:
+            raise
+        notes = "; ".join(w.removeprefix(f"{path}: ") for w in warnings)
+        raise TraceFormatError(path, f"{exc.problem} (also: {notes})") from None
+
+
+def _decode(path: Path, fast: bool, max_events: int | None, warnings: list[str]) -> DecodedTrace:
+    """decode_trace's work, appending warnings as it goes."""
+    if max_events is None:
+        raw = read_json(path, warnings)
+    else:
+        raw = keep_first_events(read_json(path, warnings, factor=2), max_events, path, warnings)
+        check_fits(path, len(raw))
+    cols: dict[str, list] | None = None
+    meta: dict[str, Any] = {}
     if fast:
         try:
-            doc = _TYPED.decode(raw)
+            cols, meta = _typed_columns(_TYPED.decode(raw))
         except msgspec.ValidationError:
-            doc = None  # a value of an unexpected type: the plain path coerces it per value
-        except msgspec.DecodeError as exc:
-            raise TraceFormatError(path, f"is not valid JSON ({exc})") from None
-        if doc is not None:
-            events, meta = _typed_columns(doc)
-            return DecodedTrace(path, _frame(events, path, warnings), meta, warnings)
-    try:
-        plain = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise TraceFormatError(path, f"is not valid JSON ({exc})") from None
-    events, meta = _plain_columns(plain, path)
-    return DecodedTrace(path, _frame(events, path, warnings), meta, warnings)
+            pass  # a value of an unexpected type: the plain path coerces it per value
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            cols, meta = _plain_columns(repair_json(raw, path, warnings), path, warnings)
+    if cols is None:
+        try:
+            plain = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            plain = repair_json(raw, path, warnings)
+        cols, meta = _plain_columns(plain, path, warnings)
+    if not meta.get("has_traceEvents", True):
+        raise TraceFormatError(path, "has no traceEvents array: not a Chrome/Kineto trace")
+    n = len(cols["ph"])
+    if max_events is not None and n > max_events:
+        warnings.append(f"{path}: --max-events {max_events}: analyzed the first {max_events:,} of {n:,} events")
+        cols = {k: v[:max_events] for k, v in cols.items()}
+    if n == 0:
+        warnings.append(f"{path}: holds no trace events; nothing to analyze")
+    return DecodedTrace(path, checked_events(_frame(cols, path, warnings), path, warnings), meta, warnings)
 
 
 def _typed_columns(doc: _Doc | list[_Event]) -> tuple[dict[str, list], dict[str, Any]]:
@@ -181,19 +191,22 @@ _ARG_KEYS = {
 }
 
 
-def _plain_columns(doc: Any, path: Path) -> tuple[dict[str, list], dict[str, Any]]:
+def _plain_columns(doc: Any, path: Path, warnings: list[str]) -> tuple[dict[str, list], dict[str, Any]]:
     """Columns and metadata out of orjson's dicts, coercing odd value types instead of failing."""
     if isinstance(doc, list):
         evs, meta = doc, {}
     elif isinstance(doc, dict):
         evs = doc.get("traceEvents")
         meta = {k: doc.get(k) for k in ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "traceName", "schemaVersion")}
-        meta["has_traceEvents"] = evs is not None
+        meta["has_traceEvents"] = isinstance(evs, list)
         if not isinstance(evs, list):
             evs = []
     else:
         raise TraceFormatError(path, f"top level is a JSON {type(doc).__name__}, expected an object with traceEvents or an array")
+    listed = len(evs)
     evs = [e for e in evs if isinstance(e, dict)]
+    if len(evs) < listed:
+        warnings.append(f"{path}: {listed - len(evs)} entries of traceEvents are not JSON objects; they were left out")
     args = [a if isinstance(a := e.get("args"), dict) else {} for e in evs]
     cols: dict[str, list] = {
         "ph": [_text(e.get("ph")) or "" for e in evs],

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import zlib
 from pathlib import Path
 
-from ntrace.errors import InputError
+from ntrace.readfile import regular_file_error
 
 #: File names that are traces whatever their content (so a damaged one is reported, not skipped).
 TRACE_NAME = re.compile(r"(^trace\.json$|\.pt\.trace\.json$|^neuron_framework_trace_rank_\d+\.json$|trace.*\.json$)")
@@ -23,29 +22,48 @@ def is_trace_name(path: Path) -> bool:
 
 
 def looks_like_trace(path: Path) -> bool:
-    """True when the first bytes of a .json/.json.gz file hold Chrome-trace keys (traceEvents, or an event's "ph")."""
+    """True when the first bytes of a .json/.json.gz file hold Chrome-trace keys (traceEvents, or an event's "ph").
+
+    A file that cannot be opened counts as a trace, so loading it reports why instead of it vanishing.
+    """
     try:
         with path.open("rb") as fh:
             head = fh.read(_SNIFF)
+    except OSError:
+        return True
+    try:
         if head[:2] == b"\x1f\x8b":
             head = zlib.decompressobj(wbits=31).decompress(head, _SNIFF)
-    except (OSError, zlib.error, EOFError, gzip.BadGzipFile):
+    except zlib.error:
         return False
     return b'"traceEvents"' in head or b'"ph"' in head
 
 
-def find_traces(root: str | Path) -> list[Path]:
-    """Every framework trace at or under `root`, sorted; a file given directly is returned as is."""
+def find_traces(root: str | Path, warnings: list[str] | None = None) -> list[Path]:
+    """Every framework trace at or under `root`, sorted; a file given directly is returned as is.
+
+    Symbolic links to directories are not followed (no loops); files that are not regular (pipes,
+    sockets, devices) and directories that cannot be listed are skipped, each noted in `warnings`.
+    """
     root = Path(root)
-    if not root.exists():
-        raise InputError(root, "does not exist")
-    if root.is_file():
+    notes = warnings if warnings is not None else []
+    if not root.is_dir():
+        if not root.exists() and (error := regular_file_error(root)):  # missing, a broken link, a link loop
+            raise error
         return [root]
     found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root, onerror=None, followlinks=False):
+
+    def unlistable(exc: OSError) -> None:
+        notes.append(f"skipped {exc.filename}: cannot be listed ({exc.strerror or exc})")
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unlistable, followlinks=False):
         dirnames.sort()
         for name in sorted(filenames):
             path = Path(dirpath) / name
-            if name.endswith(".parquet") or (name.endswith(_SUFFIXES) and (is_trace_name(path) or looks_like_trace(path))):
+            if not name.endswith((".parquet", *_SUFFIXES)):
+                continue
+            if (error := regular_file_error(path)) is not None and "cannot be read" not in error.problem:
+                notes.append(f"skipped {error}")
+            elif name.endswith(".parquet") or is_trace_name(path) or looks_like_trace(path):
                 found.append(path)
     return found

@@ -105,10 +105,13 @@ class Profile:
         return op_table(self)
 
 
-def load(path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] | None = None) -> Profile:
-    """Decode and classify one trace file (a Neuron Explorer .parquet export too); `lanes` adds category → lane rows."""
+def load(path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] | None = None, max_events: int | None = None) -> Profile:
+    """Decode and classify one trace file (a Neuron Explorer .parquet export too); `lanes` adds category → lane rows.
+
+    `max_events` keeps only a JSON trace's first events (for traces too large to analyze whole).
+    """
     if Path(path).suffix.lower() == ".parquet":
         from ntrace.explorer import load_explorer  # imported here: explorer builds on Profile
 
         return load_explorer(path)
-    return Profile.from_decoded(decode_trace(path, fast=fast), lanes)
+    return Profile.from_decoded(decode_trace(path, fast=fast, max_events=max_events), lanes)
