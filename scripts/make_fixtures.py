@@ -268,9 +268,10 @@ def make_rmsnorm(out: Path) -> None:
         session = root / f"{INSTANCE}_pid_{pid}" / TIMESTAMP
         write(root / "capture.json", (json.dumps(capture_json(variant, pid), indent=2) + "\n").encode())
         write(session / "trace.json", dump_trace(build_trace(variant, pid, ops, lookup)))
-        for op in ops:
+        for i, op in enumerate(ops):
             graph = {"op": op.name, "input_dims": op.input_dims, "dtype": "bfloat16"}
-            write(session / f"neff_{op.neff_hash}_vnc_{CORE}.neff", neff_bytes(f"rmsnorm_{variant}_{op.neff_hash}", graph))
+            slug = op.name.replace("aten::", "").replace("Torch-Compiled Region: 0/0", "compiled_region")
+            write(session / f"neff_{op.neff_hash}_vnc_{CORE}.neff", neff_bytes(f"rmsnorm_{variant}_{i}_{slug}", graph))
         write(session / f"profile_nc_{CORE}_session_0.ntff", opaque(f"ntff {variant} nc {CORE} session 0"))
         write(session / "ntrace.pb", opaque(f"ntrace.pb {variant}"))
         write(session / "trace_info.pb", opaque(f"trace_info.pb {variant}"))

@@ -84,17 +84,20 @@ def session_fields(directory: Path) -> tuple[str | None, int | None, str | None]
     return None, None, None
 
 
-def find_sessions(root: str | Path) -> list[Session]:
-    """Every session at or under `root`, sorted by directory; a file given directly yields the session around it."""
+def find_sessions(root: str | Path, traces: list[Path] | None = None) -> list[Session]:
+    """Every session at or under `root`, sorted by directory; a file given directly yields the session around it.
+
+    `traces` are the framework traces under `root` when the caller has already found them.
+    """
     root = Path(root)
     if not root.exists():
         raise InputError(root, "does not exist")
-    if root.is_file():
+    if not root.is_dir():
         home = session_dir(root)
         in_session = SESSION_DIR.match(home.name) or SESSION_DIR.match(home.parent.name)
-        files = _walk(home) if in_session else [p for p in sorted(home.iterdir()) if p.is_file()]
+        files = _walk(home) if in_session else _walk(home, recursive=False)
         return [build_session(home, [root], [f for f in files if session_dir(f) == home])]
-    traces = find_traces(root)
+    traces = find_traces(root) if traces is None else traces
     groups: dict[Path, tuple[list[Path], list[Path]]] = {}
     for path in traces:
         groups.setdefault(session_dir(path), ([], []))[0].append(path)
@@ -103,12 +106,12 @@ def find_sessions(root: str | Path) -> list[Session]:
     return [build_session(d, t, a) for d, (t, a) in sorted(groups.items())]
 
 
-def _walk(root: Path) -> list[Path]:
-    """Every NEFF, NTFF and .pb file under `root`, sorted."""
+def _walk(root: Path, recursive: bool = True) -> list[Path]:
+    """Every NEFF, NTFF and .pb regular file under `root` (or directly in it), sorted; pipes and devices are never opened."""
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        found += [Path(dirpath) / n for n in sorted(filenames) if n.endswith(_ARTIFACT_SUFFIXES)]
+        dirnames[:] = sorted(dirnames) if recursive else []
+        found += [p for n in sorted(filenames) if n.endswith(_ARTIFACT_SUFFIXES) and (p := Path(dirpath) / n).is_file()]
     return found
 
 
