@@ -60,7 +60,7 @@ def test_markdown_tables(tmp_path: Path) -> None:
     assert "**Summary** (one row per trace)" in md
     assert "### fused\\|odd" in md and "### naive" in md  # pipes escaped so the table stays a table
     tables = [block for block in md.split("\n\n") if block.startswith("| ")]
-    assert len(tables) == 1 + 2 * 4  # summary, then lanes, hardware tracks, gaps, steps per trace
+    assert len(tables) == 1 + 2 * 5  # summary, then lanes, hardware tracks, gaps, steps, operators per trace
     for table in tables:
         lines = table.splitlines()
         widths = {line.replace("\\|", "").count("|") for line in lines}

@@ -6,36 +6,18 @@ import polars as pl
 
 from ntrace.analysis import Analysis
 from ntrace.profile import Profile
-from ntrace.render.tables import gaps_frame, lanes_frame, steps_frame, summary_frame, tracks_frame, variant_name
-from ntrace.render.units import fmt_pct, fmt_time
+from ntrace.render.tables import cell, gaps_frame, header, lanes_frame, ops_frame, steps_frame, summary_frame, tracks_frame, variant_names
+from ntrace.render.units import fmt_time
 
 _ESCAPES = str.maketrans({"|": "\\|", "\n": " ", "\r": " "})
-
-
-def _cell(column: str, value: object) -> str:
-    """One cell: `*_us` as a torch-style time, shares as percentages, numbers right as they are, `|` escaped."""
-    if value is None:
-        return "-"
-    if column.endswith("_us") and isinstance(value, (int, float)):
-        return fmt_time(value * 1000)
-    if (column == "share" or column.endswith("_share")) and isinstance(value, float):
-        return fmt_pct(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    return str(value).translate(_ESCAPES)
-
-
-def _header(column: str) -> str:
-    name = column.removesuffix("_us")
-    return ("% window" if name == "share" else name.replace("_", " ")).translate(_ESCAPES)
 
 
 def frame_table(frame: pl.DataFrame) -> str:
     """Any display frame as a GitHub Markdown table: text columns left-aligned, numbers right-aligned."""
     numeric = [t.is_numeric() for t in frame.dtypes]
-    head = "| " + " | ".join(_header(c) for c in frame.columns) + " |"
+    head = "| " + " | ".join(header(c).translate(_ESCAPES) for c in frame.columns) + " |"
     rule = "|" + "|".join("---:" if n else ":---" for n in numeric) + "|"
-    body = ["| " + " | ".join(_cell(c, v) for c, v in zip(frame.columns, row)) + " |" for row in frame.iter_rows()]
+    body = ["| " + " | ".join(cell(c, v).translate(_ESCAPES) for c, v in zip(frame.columns, row)) + " |" for row in frame.iter_rows()]
     return "\n".join([head, rule, *body])
 
 
@@ -49,6 +31,9 @@ def profile_markdown(profile: Profile, name: str) -> str:
     out += ["**Dispatch gaps**", "", frame_table(gaps_frame(profile)), ""]
     if profile.steps.height:
         out += ["**Profiler steps** (busy per lane inside each step)", "", frame_table(steps_frame(profile)), ""]
+    ops = ops_frame(profile)
+    if ops is not None and ops.height:
+        out += ["**Operators** (torch key_averages() columns, computed from the trace)", "", frame_table(ops), ""]
     return "\n".join(out)
 
 
@@ -63,7 +48,7 @@ def render(analysis: Analysis) -> str:
     parts = [f"## ntrace analysis of `{analysis.root}`", ""]
     if len(analysis.profiles) > 1:
         parts += ["**Summary** (one row per trace)", "", frame_table(_summary_columns(summary_frame(analysis))), ""]
-    parts += [profile_markdown(p, variant_name(p, analysis.root)) for p in analysis.profiles]
+    parts += [profile_markdown(p, n) for p, n in zip(analysis.profiles, variant_names(analysis.profiles, analysis.root))]
     warnings = analysis.all_warnings
     if warnings:
         parts += ["**Warnings**", "", *(f"- {w}".translate(_ESCAPES) for w in warnings), ""]

@@ -9,6 +9,7 @@ import polars as pl
 from ntrace.analysis import Analysis
 from ntrace.lanes import LANES
 from ntrace.profile import Profile
+from ntrace.render.units import fmt_pct, fmt_time
 
 _NS_TO_US = 1000.0
 
@@ -18,14 +19,47 @@ def to_us(*columns: str) -> list[pl.Expr]:
     return [(pl.col(c) / _NS_TO_US).round(3).alias(f"{c}_us") for c in columns]
 
 
-def variant_name(profile: Profile, root: Path) -> str:
-    """A short name for a profile under `root`: its path relative to root (the parent directory when the file is `trace.json`)."""
-    path = profile.path
-    try:
-        rel = path.relative_to(root) if root.is_dir() else Path(path.name)
-    except ValueError:
-        rel = Path(path.name)
-    return str(rel.parent) if rel.name in ("trace.json", "trace.json.gz") and str(rel.parent) != "." else str(rel)
+def variant_names(profiles: list[Profile], root: Path) -> list[str]:
+    """Short names for profiles found under `root`: the first directory under root when those are unique
+    (fixtures/rmsnorm/naive/…/trace.json → "naive"), else the path relative to root."""
+    rel = []
+    for p in profiles:
+        try:
+            rel.append(p.path.relative_to(root) if root.is_dir() else Path(p.path.name))
+        except ValueError:
+            rel.append(Path(p.path.name))
+    first = [r.parts[0] if len(r.parts) > 1 else r.name for r in rel]
+    return first if len(set(first)) == len(first) else [str(r) for r in rel]
+
+
+def cell(column: str, value: object) -> str:
+    """One value for people: `*_us` as a torch-style time, shares and `*_pct` as percentages, integers with separators."""
+    if value is None:
+        return "-"
+    if column.endswith("_us") and isinstance(value, (int, float)):
+        return fmt_time(value * 1000)
+    if (column == "share" or column.endswith(("_share", "_pct"))) and isinstance(value, float):
+        return fmt_pct(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.3f}"
+    return str(value)
+
+
+def header(column: str) -> str:
+    """A column name for people: units suffix dropped, underscores as spaces."""
+    name = column.removesuffix("_us").removesuffix("_pct")
+    return "% window" if name == "share" else name.replace("_", " ") + (" %" if column.endswith("_pct") else "")
+
+
+def ops_frame(profile: Profile) -> pl.DataFrame | None:
+    """The per-op table (torch key_averages() columns) with times as `*_us`, or None when this Profile has no op table."""
+    ops = getattr(profile, "ops", None)
+    if ops is None:
+        return None
+    times = [c for c, t in ops.schema.items() if t.is_integer() and c not in ("calls", "events") and not c.endswith("_pct")]
+    return ops.select(to_us(c)[0] if c in times else pl.col(c) for c in ops.columns)
 
 
 def lanes_frame(profile: Profile) -> pl.DataFrame:
@@ -65,4 +99,5 @@ def summary_row(profile: Profile, name: str) -> dict[str, object]:
 
 def summary_frame(analysis: Analysis) -> pl.DataFrame:
     """One row per profile (see summary_row), named relative to the analyzed path."""
-    return pl.DataFrame([summary_row(p, variant_name(p, analysis.root)) for p in analysis.profiles])
+    names = variant_names(analysis.profiles, analysis.root)
+    return pl.DataFrame([summary_row(p, name) for p, name in zip(analysis.profiles, names)])
