@@ -66,7 +66,6 @@ class Backend:
     synchronize: Callable[[], None]
     profiler_args: Callable[[Path], tuple[dict[str, Any], bool | None]]  # variant dir -> (kwargs, correlate_device_time)
     versions: dict[str, str | None] = field(default_factory=dict)
-    correlate_device_time: bool | None = None
 
 
 def naive_rms_norm(x: Any, weight: Any, eps: float = EPS) -> Any:
@@ -226,6 +225,40 @@ def _traces_in(out: Path) -> list[str]:
     return [str(p.relative_to(out)) for p in find_traces(out)]
 
 
+def _check_options(variants: tuple[str, ...], shape: tuple[int, ...], schedule: ProfileSchedule) -> None:
+    """Reject options that cannot describe a capture, before anything is imported or written."""
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or not variants:
+        raise CaptureError(None, f"--variants: unknown {', '.join(unknown) or '(none given)'}; expected some of {', '.join(VARIANTS)}")
+    if not shape or any(n < 1 for n in shape):
+        raise CaptureError(None, f"--shape {shape}: expected positive sizes like 4,512")
+    if min(schedule.wait, schedule.warmup) < 0 or schedule.active < 1:
+        raise CaptureError(None, f"--schedule {schedule.wait},{schedule.warmup},{schedule.active}: wait and warmup ≥ 0, active ≥ 1")
+
+
+def _profile_variant(torch: Any, variant: str, vdir: Path, inputs: tuple[Any, Any], backend: Backend, schedule: ProfileSchedule, progress: Progress) -> bool | None:
+    """Warm up (compile) once, then run the schedule's steps under the profiler, synchronizing in every step.
+
+    Writes key_averages.json; returns whether device time was correlated (None off Neuron).
+    """
+    fn = _variant_fn(torch, variant, backend, inputs[0].shape[-1])
+    first = f"compile (torch.compile fullgraph=True, backend {backend.compile_backend or 'default'})" if variant == "compiled" else "warm-up (1 call)"
+    progress(f"{variant}: {first}")
+    fn(*inputs)
+    backend.synchronize()
+    args, correlated = backend.profiler_args(vdir)
+    if backend.device == "neuron":
+        progress(f"{variant}: correlate_device_time={'passed' if correlated else 'not accepted by this torch_neuronx; device time is not correlated'}")
+    progress(f"{variant}: capture on {backend.device} ({schedule.steps} steps: wait {schedule.wait}, warmup {schedule.warmup}, active {schedule.active})")
+    with torch.profiler.profile(**args) as prof:
+        for _ in range(schedule.steps):
+            fn(*inputs)
+            backend.synchronize()
+            prof.step()
+    _write_json(vdir / KEY_AVERAGES_FILE, {"schema": KEY_AVERAGES_SCHEMA, "variant": variant, "unit": "us", "ops": _key_averages(prof)})
+    return correlated
+
+
 def capture_study(
     out: str | Path,
     *,
@@ -244,13 +277,7 @@ def capture_study(
     `backend` replaces the one `device` selects (tests inject a Neuron backend whose tensors stay on the CPU).
     """
     out = Path(out)
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown or not variants:
-        raise CaptureError(None, f"--variants: unknown {', '.join(unknown) or '(none given)'}; expected some of {', '.join(VARIANTS)}")
-    if not shape or any(n < 1 for n in shape):
-        raise CaptureError(None, f"--shape {shape}: expected positive sizes like 4,512")
-    if min(schedule.wait, schedule.warmup) < 0 or schedule.active < 1:
-        raise CaptureError(None, f"--schedule {schedule.wait},{schedule.warmup},{schedule.active}: wait and warmup ≥ 0, active ≥ 1")
+    _check_options(variants, shape, schedule)
     torch = _torch()
     torch_dtype = getattr(torch, dtype, None)
     if not isinstance(torch_dtype, torch.dtype):
@@ -260,28 +287,16 @@ def capture_study(
     prepare_output(out, force)
 
     generator = torch.Generator().manual_seed(SEED)
-    x_host = torch.randn(shape, dtype=torch_dtype, generator=generator)
-    w_host = torch.randn(shape[-1], dtype=torch_dtype, generator=generator)
+    x = torch.randn(shape, dtype=torch_dtype, generator=generator)
+    w = torch.randn(shape[-1], dtype=torch_dtype, generator=generator)
+    inputs = (x.to(backend.tensor_device), w.to(backend.tensor_device))
     rows = []
     for variant in variants:
         began = time.perf_counter()
         started = datetime.now(timezone.utc).isoformat(timespec="seconds")
         vdir = out / variant
         vdir.mkdir(exist_ok=True)
-        x, w = x_host.to(backend.tensor_device), w_host.to(backend.tensor_device)
-        fn = _variant_fn(torch, variant, backend, shape[-1])
-        first = f"compile (torch.compile fullgraph=True, backend {backend.compile_backend or 'default'})" if variant == "compiled" else "warm-up (1 call)"
-        progress(f"{variant}: {first}")
-        fn(x, w)
-        backend.synchronize()
-        args, correlated = backend.profiler_args(vdir)
-        progress(f"{variant}: capture on {backend.device} ({schedule.steps} steps: wait {schedule.wait}, warmup {schedule.warmup}, active {schedule.active})")
-        with torch.profiler.profile(**args) as prof:
-            for _ in range(schedule.steps):
-                fn(x, w)
-                backend.synchronize()
-                prof.step()
-        _write_json(vdir / KEY_AVERAGES_FILE, {"schema": KEY_AVERAGES_SCHEMA, "variant": variant, "unit": "us", "ops": _key_averages(prof)})
+        correlated = _profile_variant(torch, variant, vdir, inputs, backend, schedule, progress)
         info = {
             "schema": CAPTURE_SCHEMA,
             "variant": variant,
@@ -297,9 +312,9 @@ def capture_study(
             "correlate_device_time": correlated,
         }
         _write_json(vdir / CAPTURE_FILE, info)
-        if backend.device == "neuron":
-            progress(f"{variant}: correlate_device_time={'passed' if correlated else 'not accepted by this torch_neuronx; device time is not correlated'}")
         traces = _traces_in(vdir)
+        if len(traces) > 1:
+            progress(f"{variant}: {vdir} holds {len(traces)} traces; earlier captures are kept (--force deletes nothing)")
         rows.append({"variant": variant, "dir": str(vdir), "traces": traces, "correlate_device_time": correlated, "seconds": time.perf_counter() - began})
     schema = {"variant": pl.String, "dir": pl.String, "traces": pl.List(pl.String), "correlate_device_time": pl.Boolean, "seconds": pl.Float64}
     return pl.DataFrame(rows, schema=schema)
