@@ -4,11 +4,13 @@ The public API is re-exported here; submodules are implementation.
 """
 
 from ntrace.analysis import Analysis, analyze
+from ntrace.artifacts import Session, find_sessions
 from ntrace.capture import ProfileSchedule, capture_info, capture_study
 from ntrace.decode import decode_trace
 from ntrace.discover import find_traces
 from ntrace.errors import ArtifactError, CaptureError, InputError, NtraceError, OutputError, TraceFormatError
 from ntrace.lanes import LANES, classify, lane_table
+from ntrace.neff import Neff, read_neff
 from ntrace.profile import Profile, load
 
 __all__ = [
@@ -17,17 +19,21 @@ __all__ = [
     "ArtifactError",
     "CaptureError",
     "InputError",
+    "Neff",
     "NtraceError",
     "OutputError",
     "Profile",
     "ProfileSchedule",
+    "Session",
     "TraceFormatError",
     "analyze",
     "capture_info",
     "capture_study",
     "classify",
     "decode_trace",
+    "find_sessions",
     "find_traces",
     "lane_table",
     "load",
+    "read_neff",
 ]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from ntrace.artifacts import Session, find_sessions, session_dir
 from ntrace.discover import find_traces
 from ntrace.errors import InputError, NtraceError
 from ntrace.profile import Profile, load
@@ -19,6 +20,7 @@ class Analysis:
     root: Path
     profiles: list[Profile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    artifacts: list[Session] = field(default_factory=list)  # sessions holding NEFF/NTFF/.pb files but no framework trace
 
     @property
     def all_warnings(self) -> list[str]:
@@ -39,28 +41,39 @@ def analyze(
 ) -> Analysis:
     """Load every trace at or under `path`. A single bad file given directly raises; among many it becomes a warning.
 
-    `max_events` keeps only each JSON trace's first events.
+    `max_events` keeps only each JSON trace's first events. Each profile gets its capture session's
+    artifacts; sessions whose NEFF/NTFF/.pb files have no analyzable trace land in `Analysis.artifacts`,
+    so a directory of artifacts alone is reported rather than refused.
     """
     root = Path(path)
     notes: list[str] = []
     traces = find_traces(root, notes)
+    sessions = find_sessions(root, traces if root.is_dir() else None)
     if not traces:
+        if bare := [s for s in sessions if s.has_artifacts]:
+            return Analysis(root, warnings=notes, artifacts=bare)
         why = f" ({'; '.join(notes)})" if notes else ""
         raise InputError(root, f"holds no framework trace (*.json, *.json.gz with traceEvents){why}")
     if not root.is_dir():
-        return Analysis(root, [load(root, fast=fast, lanes=lanes, max_events=max_events)])
+        profile = load(root, fast=fast, lanes=lanes, max_events=max_events)
+        profile.artifacts = sessions[0]
+        return Analysis(root, [profile])
     n = len(traces)
     if jobs > 1 and n > 1:
         with ProcessPoolExecutor(max_workers=min(jobs, n)) as pool:
             results = list(pool.map(_load_one, traces, [fast] * n, [lanes] * n, [max_events] * n))
     else:
         results = [_load_one(t, fast, lanes, max_events) for t in traces]
+    by_dir = {s.dir: s for s in sessions}
     analysis = Analysis(root, warnings=notes)
     for result in results:
         if isinstance(result, NtraceError):
             analysis.warnings.append(f"skipped {result}")
         else:
+            result.artifacts = by_dir.get(session_dir(result.path))
             analysis.profiles.append(result)
-    if not analysis.profiles:
+    loaded = {p.artifacts.dir for p in analysis.profiles if p.artifacts}
+    analysis.artifacts = [s for s in sessions if s.has_artifacts and s.dir not in loaded]
+    if not analysis.profiles and not analysis.artifacts:
         raise InputError(root, f"none of its {len(traces)} trace files could be analyzed (first: {analysis.warnings[0].removeprefix('skipped ')})")
     return analysis

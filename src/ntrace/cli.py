@@ -148,3 +148,19 @@ def export(path: Path, out: Path, quiet: bool) -> None:
         _warn(profile.warnings)
         written = export_perfetto(profile, out)
     click.echo(f"wrote {written}: {profile.complete.height} slices, {profile.links.height} flows, {profile.hardware_idle.height} hardware idle gaps; open it in https://ui.perfetto.dev or chrome://tracing")
+
+
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@_fail_cleanly
+def artifacts(path: Path, fmt: str) -> None:
+    """List a profile directory's sessions, decoded NEFF headers, NTFF and .pb files, NEFF↔NTFF pairs and unpaired files."""
+    from ntrace.artifacts import find_sessions
+    from ntrace.errors import InputError
+    from ntrace.render.artifacts import render_json, render_text
+
+    sessions = [s for s in find_sessions(path) if s.has_artifacts]
+    if not sessions:
+        raise InputError(path, "holds no Neuron profile artifacts (.neff, .ntff, .pb)")
+    click.echo(render_json(sessions) if fmt == "json" else render_text(sessions), nl=fmt == "json")

@@ -10,6 +10,7 @@ from typing import Any, Mapping
 import polars as pl
 
 from ntrace import gaps as gapmod
+from ntrace.artifacts import Session
 from ntrace.decode import DecodedTrace, decode_trace
 from ntrace.lanes import classify, lane_table
 from ntrace.links import launch_links
@@ -25,6 +26,7 @@ class Profile:
     events: pl.DataFrame
     meta: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    artifacts: Session | None = None  # the capture session's NEFF/NTFF/.pb files, filled in by analysis.analyze
 
     @classmethod
     def from_decoded(cls, decoded: DecodedTrace, lanes: Mapping[str, str] | None = None) -> "Profile":

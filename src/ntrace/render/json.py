@@ -9,6 +9,7 @@ import polars as pl
 
 from ntrace.analysis import Analysis
 from ntrace.profile import Profile
+from ntrace.render.artifacts import session_dict
 from ntrace.render.units import us
 
 SCHEMA = "ntrace.analysis/1"
@@ -68,6 +69,7 @@ def profile_dict(profile: Profile) -> dict[str, Any]:
             for r in profile.steps.iter_rows(named=True)
         ],
         "warnings": list(profile.warnings),
+        "artifacts": session_dict(profile.artifacts) if profile.artifacts else None,
     }
 
 
@@ -76,6 +78,7 @@ def render(analysis: Analysis) -> str:
     doc = {
         "schema": SCHEMA,
         "profiles": [profile_dict(p) for p in analysis.profiles],
+        "artifacts": [{"dir": str(s.dir), **session_dict(s)} for s in analysis.artifacts],
         "warnings": analysis.all_warnings,
     }
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ntrace.analysis import Analysis
 from ntrace.lanes import LANES
 from ntrace.profile import Profile
+from ntrace.render.artifacts import session_text, summary_text
 from ntrace.render.units import fmt_pct, fmt_time, table
 
 
@@ -48,12 +49,15 @@ def profile_text(profile: Profile) -> str:
                 ],
             )
         )
+    if profile.artifacts and profile.artifacts.has_artifacts:
+        out += ["", summary_text(profile.artifacts)]
     return "\n".join(out)
 
 
 def render(analysis: Analysis) -> str:
     """Every profile's section, then the warnings."""
     parts = [profile_text(p) for p in analysis.profiles]
+    parts += [f"{session_text(s)}\n(no framework trace in this session)" for s in analysis.artifacts]
     warnings = analysis.all_warnings
     if warnings:
         parts.append("Warnings\n" + "\n".join(f"  - {w}" for w in warnings))
