@@ -55,9 +55,10 @@ class _Writer:
         self.n += 1
 
     def x(self, cat: str, name: str, pid: int | str, tid: int | str, ts: int, dur: int, args: str) -> None:
+        # laid out over lines as Kineto writes complete events
         self.emit(
-            f'{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": {_id(pid)}, "tid": {_id(tid)}, '
-            f'"ts": {_us(ts)}, "dur": {_us(dur)}, "args": {{{args}}}}}'
+            f'  {{\n    "ph": "X", "cat": "{cat}", "name": "{name}", "pid": {_id(pid)}, "tid": {_id(tid)},\n'
+            f'    "ts": {_us(ts)}, "dur": {_us(dur)},\n    "args": {{\n      {args}\n    }}\n  }}'
         )
 
     def flow(self, ph: str, cat: str, fid: int, pid: int, tid: int, ts: int) -> None:

@@ -102,7 +102,7 @@ def _ints(text: str, what: str, count: int | None = None) -> tuple[int, ...]:
 @click.option("--shape", default="4,512", show_default=True, help="Input shape (the seed study used 4,512).")
 @click.option("--dtype", default="bfloat16", show_default=True, help="Input dtype, a torch dtype name.")
 @click.option("--schedule", "sched", default="2,1,1", show_default=True, help="Profiler schedule wait,warmup,active (run once).")
-@click.option("--cores", default="0", show_default=True, help="Neuron: NeuronCores to trace (capture_enabled_for_nc, e.g. 0,1,2-5).")
+@click.option("--cores", default="0", show_default=True, help="Neuron: NeuronCores to trace (capture_enabled_for_nc, e.g. 0,1,2-5); the work runs on the default neuron device.")
 @click.option("--force", is_flag=True, help="Write into a non-empty directory, overwriting only the files capture writes.")
 @_fail_cleanly
 def capture(out: Path, device: str, variants: str, shape: str, dtype: str, sched: str, cores: str, force: bool) -> None:

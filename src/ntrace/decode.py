@@ -17,6 +17,7 @@ import polars as pl
 
 from ntrace.errors import TraceFormatError
 from ntrace.limits import check_fits
+from ntrace.ndjson import raw_columns
 from ntrace.readfile import read_json
 from ntrace.salvage import keep_first_events, repair_json
 from ntrace.sanity import checked_events
@@ -85,6 +86,15 @@ class _Doc(msgspec.Struct):
 _TYPED = msgspec.json.Decoder(_Doc | list[_Event])
 
 
+class _RawDoc(_Doc):
+    """The top-level object with each event kept as its raw JSON text, for the Polars NDJSON path."""
+
+    traceEvents: list[msgspec.Raw] | None = None  # type: ignore[assignment]
+
+
+_RAW = msgspec.json.Decoder(_RawDoc | list[msgspec.Raw])
+
+
 @dataclass
 class DecodedTrace:
     """What decoding one trace file yields: the events frame, the file's metadata, and any warnings."""
@@ -123,6 +133,8 @@ def _decode(path: Path, fast: bool, max_events: int | None, warnings: list[str])
     cols: dict[str, list] | None = None
     meta: dict[str, Any] = {}
     if fast:
+        cols, meta = _polars_columns(raw)
+    if fast and cols is None:
         try:
             cols, meta = _typed_columns(_TYPED.decode(raw))
         except msgspec.ValidationError:
@@ -146,20 +158,20 @@ def _decode(path: Path, fast: bool, max_events: int | None, warnings: list[str])
     return DecodedTrace(path, checked_events(_frame(cols, path, warnings), path, warnings), meta, warnings)
 
 
+def _polars_columns(raw: bytes) -> tuple[dict[str, pl.Series] | None, dict[str, Any]]:
+    """Columns through Polars' NDJSON reader (ntrace.ndjson), or (None, {}) when the file needs a Python decoder."""
+    try:
+        listed = _RAW.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+        return None, {}  # the typed and plain decoders coerce, repair or report it
+    cols = raw_columns(listed if isinstance(listed, list) else listed.traceEvents or [])
+    return (cols, _meta(listed)) if cols is not None else (None, {})
+
+
 def _typed_columns(doc: _Doc | list[_Event]) -> tuple[dict[str, list], dict[str, Any]]:
     """Columns and metadata out of the typed decoder's structs."""
-    if isinstance(doc, list):
-        evs, meta = doc, {}
-    else:
-        evs = doc.traceEvents or []
-        meta = {
-            "deviceProperties": _raw_json(doc.deviceProperties),
-            "distributedInfo": _raw_json(doc.distributedInfo),
-            "baseTimeNanoseconds": doc.baseTimeNanoseconds,
-            "traceName": doc.traceName,
-            "schemaVersion": doc.schemaVersion,
-            "has_traceEvents": doc.traceEvents is not None,
-        }
+    evs = doc if isinstance(doc, list) else doc.traceEvents or []
+    meta = _meta(doc)
     none = _Args()
     args = [e.args or none for e in evs]
     cols = {
@@ -180,6 +192,20 @@ def _typed_columns(doc: _Doc | list[_Event]) -> tuple[dict[str, list], dict[str,
         "input_dims": [bytes(a.input_dims) or None for a in args],
     }
     return cols, meta
+
+
+def _meta(doc: _Doc | list) -> dict[str, Any]:
+    """The file's metadata (empty for a bare event array), the large values decoded only now."""
+    if isinstance(doc, list):
+        return {}
+    return {
+        "deviceProperties": _raw_json(doc.deviceProperties),
+        "distributedInfo": _raw_json(doc.distributedInfo),
+        "baseTimeNanoseconds": doc.baseTimeNanoseconds,
+        "traceName": doc.traceName,
+        "schemaVersion": doc.schemaVersion,
+        "has_traceEvents": doc.traceEvents is not None,
+    }
 
 
 _ARG_KEYS = {
