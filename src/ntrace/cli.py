@@ -13,6 +13,7 @@ from typing import Any, Callable
 import click
 
 from ntrace.errors import NtraceError
+from ntrace.ops import SORT_KEYS, set_view
 
 
 def _fail_cleanly(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -62,14 +63,18 @@ def main(debug: bool) -> None:
 @click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Analyze this many traces in parallel.")
 @click.option("--plain", is_flag=True, help="Use the plain orjson decoder instead of the typed fast path.")
 @click.option("--max-events", type=click.IntRange(1), default=None, help="Analyze only each trace's first N events (for traces too large for memory).")
+@click.option("--sort-by", type=click.Choice(list(SORT_KEYS)), default="self_cpu_time_total", show_default=True, help="Sort the op table by this torch key.")
+@click.option("--top", type=click.IntRange(1), default=None, help="Show only the first N rows of the op table.")
+@click.option("--group-by-shape", is_flag=True, help="One op table row per (name, input shapes), where the trace recorded shapes.")
 @_fail_cleanly
-def analyze(path: Path, fmt: str, quiet: bool, jobs: int, plain: bool, max_events: int | None) -> None:
+def analyze(path: Path, fmt: str, quiet: bool, jobs: int, plain: bool, max_events: int | None, sort_by: str, top: int | None, group_by_shape: bool) -> None:
     """Analyze a trace file, or every trace under a directory: lanes, tracks, dispatch gaps, steps."""
     from ntrace.analysis import analyze as run
     from ntrace.progress import progress
 
     with progress(enabled=not quiet):
         result = run(path, jobs=jobs, fast=not plain, max_events=max_events)
+    set_view(result.profiles, sort_by=sort_by, top=top, group_by_shape=group_by_shape)
     _warn(result.all_warnings)
     click.echo(_renderer(fmt).render(result), nl=fmt == "json")
 
@@ -164,3 +169,23 @@ def artifacts(path: Path, fmt: str) -> None:
     if not sessions:
         raise InputError(path, "holds no Neuron profile artifacts (.neff, .ntff, .pb)")
     click.echo(render_json(sessions) if fmt == "json" else render_text(sessions), nl=fmt == "json")
+
+
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path, dir_okay=False), default=Path("ntrace-report.html"), show_default=True, help="The HTML file to write (atomically).")
+@click.option("--title", default=None, help="Page title (default: the analyzed path).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar on stderr.")
+@click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Load this many traces in parallel.")
+@_fail_cleanly
+def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: int) -> None:
+    """Write one self-contained HTML report (opens offline): zoomable four-lane timeline, busy and idle charts, op table, variant comparison."""
+    from ntrace.analysis import analyze as run
+    from ntrace.progress import progress
+    from ntrace.render.html import write_report
+
+    with progress(enabled=not quiet):
+        result = run(path, jobs=jobs)
+        _warn(result.all_warnings)
+        written = write_report(result, out, title)
+    click.echo(f"wrote {written} ({written.stat().st_size / 1024:.0f} KiB, {len(result.profiles)} trace(s)); open it in any browser, no network needed")

@@ -9,7 +9,7 @@ time]" row, so self device over all rows always equals the hardware lane total.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 import polars as pl
 
@@ -81,18 +81,27 @@ def _tree_events(profile: "Profile") -> pl.DataFrame:
     return host_events(profile.complete).filter(~pl.col("name").fill_null("").is_in(HIDDEN_NAMES))
 
 
-def device_attribution(profile: "Profile") -> pl.DataFrame:
-    """One row per hardware execution: (exec_idx, dur, call_idx, op_idx); op_idx is null when no framework op launched it."""
-    host = _tree_events(profile)
-    framework = host.select("idx", target=pl.col("lane") == "framework")
-    anchors = nearest_ancestor(parents(host), framework)
-    hw = profile.complete.filter(pl.col("lane") == "hardware").select(exec_idx="idx", dur="dur")
+def launching_ops(profile: "Profile", execs: pl.DataFrame) -> pl.DataFrame:
+    """For device-side events (idx, …): (exec_idx, call_idx, op_idx), the runtime call that launched each and the innermost framework op around that call."""
     return (
-        hw.join(profile.links.select("exec_idx", "call_idx"), on="exec_idx", how="left")
-        .join(anchors.rename({"idx": "call_idx", "anchor_idx": "op_idx"}), on="call_idx", how="left")
-        .select("exec_idx", "dur", "call_idx", "op_idx")
+        execs.select(exec_idx="idx")
+        .join(profile.links.select("exec_idx", "call_idx"), on="exec_idx", how="left")
+        .join(host_anchors(profile).rename({"idx": "call_idx"}), on="call_idx", how="left")
         .sort("exec_idx")
     )
+
+
+def host_anchors(profile: "Profile") -> pl.DataFrame:
+    """For every host event: (idx, op_idx), the innermost framework op around it (itself excluded)."""
+    host = _tree_events(profile)
+    framework = host.select("idx", target=pl.col("lane") == "framework")
+    return nearest_ancestor(parents(host), framework).rename({"anchor_idx": "op_idx"})
+
+
+def device_attribution(profile: "Profile") -> pl.DataFrame:
+    """One row per hardware execution: (exec_idx, dur, call_idx, op_idx); op_idx is null when no framework op launched it."""
+    hw = profile.complete.filter(pl.col("lane") == "hardware").select("idx", "dur")
+    return launching_ops(profile, hw).join(hw.rename({"idx": "exec_idx"}), on="exec_idx").select("exec_idx", "dur", "call_idx", "op_idx")
 
 
 def op_events(profile: "Profile") -> pl.DataFrame:
@@ -193,3 +202,16 @@ def op_table(profile: "Profile", group_by_shape: bool = False, sort_by: str = "s
         .cast({k: v for k, v in OP_SCHEMA.items() if k in keys or k not in ("name", "input_dims")})
         .sort([column, "name"], descending=[True, False], nulls_last=True)
     )
+
+
+def totals(profile: "Profile") -> tuple[int, int]:
+    """(self CPU time total, self device time total) in ns over every op, the footer of torch's table (top-N views included)."""
+    self_cpu = int(op_events(profile)["self_cpu"].sum())
+    return self_cpu, int(profile.complete.filter(pl.col("lane") == "hardware")["dur"].sum())
+
+
+def set_view(profiles: "Iterable[Profile]", sort_by: str = "self_cpu_time_total", top: int | None = None, group_by_shape: bool = False) -> None:
+    """Make each profile's `ops` the view every renderer shows: sorted by a torch key, the first `top` rows, grouped by shape."""
+    for profile in profiles:
+        table = op_table(profile, group_by_shape=group_by_shape, sort_by=sort_by)
+        profile.ops = table.head(top) if top else table
