@@ -9,9 +9,12 @@ from ntrace.capture import ProfileSchedule, capture_info, capture_study
 from ntrace.decode import decode_trace
 from ntrace.discover import find_traces
 from ntrace.errors import ArtifactError, CaptureError, InputError, NtraceError, OutputError, TraceFormatError
+from ntrace.explorer import load_explorer
 from ntrace.lanes import LANES, classify, lane_table
 from ntrace.neff import Neff, read_neff
+from ntrace.perfetto import export_perfetto, perfetto_json
 from ntrace.profile import Profile, load
+from ntrace.render.html import write_report
 
 __all__ = [
     "LANES",
@@ -31,9 +34,13 @@ __all__ = [
     "capture_study",
     "classify",
     "decode_trace",
+    "export_perfetto",
     "find_sessions",
     "find_traces",
     "lane_table",
     "load",
+    "load_explorer",
+    "perfetto_json",
     "read_neff",
+    "write_report",
 ]
