@@ -212,3 +212,10 @@ def test_cli_analyze_text_shows_artifact_summary() -> None:
     assert res.exit_code == 0, res.output
     assert res.output.count("Artifacts (instance i-0123456789abcdef0") == 3
     assert res.output.count("(session-core)") == 8
+
+
+def test_session_fields_from_the_current_directory(monkeypatch: pytest.MonkeyPatch) -> None:
+    session = FIXTURES / "model_mode" / "i-0ade06f040a13f2bf_pid_210229"
+    monkeypatch.chdir(session)
+    (s,) = find_sessions(".")
+    assert (s.instance, s.pid) == ("i-0ade06f040a13f2bf", 210229) and s.pairs.height == 2

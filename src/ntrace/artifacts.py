@@ -76,7 +76,8 @@ def session_dir(path: Path) -> Path:
 
 
 def session_fields(directory: Path) -> tuple[str | None, int | None, str | None]:
-    """(instance, pid, timestamp) read from a session directory's path; None where the path does not say."""
+    """(instance, pid, timestamp) read from a session directory's path (made absolute, so `.` works); None where it does not say."""
+    directory = directory.absolute()
     if m := SESSION_DIR.match(directory.name):
         return m["instance"], int(m["pid"]), None
     if m := SESSION_DIR.match(directory.parent.name):
@@ -94,8 +95,7 @@ def find_sessions(root: str | Path, traces: list[Path] | None = None) -> list[Se
         raise InputError(root, "does not exist")
     if not root.is_dir():
         home = session_dir(root)
-        in_session = SESSION_DIR.match(home.name) or SESSION_DIR.match(home.parent.name)
-        files = _walk(home) if in_session else _walk(home, recursive=False)
+        files = _walk(home, recursive=session_fields(home)[1] is not None)
         return [build_session(home, [root], [f for f in files if session_dir(f) == home])]
     traces = find_traces(root) if traces is None else traces
     groups: dict[Path, tuple[list[Path], list[Path]]] = {}
