@@ -6,6 +6,7 @@ from ntrace.analysis import Analysis
 from ntrace.lanes import LANES
 from ntrace.profile import Profile
 from ntrace.render.artifacts import session_text, summary_text
+from ntrace.render.ops import findings_text, ops_text
 from ntrace.render.units import fmt_pct, fmt_time, table
 
 
@@ -49,6 +50,8 @@ def profile_text(profile: Profile) -> str:
                 ],
             )
         )
+    if profile.ops.height:
+        out += ["", "Operators (torch key_averages() columns, computed from the trace)", ops_text(profile), "", findings_text(profile)]
     if profile.artifacts and profile.artifacts.has_artifacts:
         out += ["", summary_text(profile.artifacts)]
     return "\n".join(out)
