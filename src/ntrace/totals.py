@@ -51,7 +51,7 @@ def lane_categories(complete: pl.DataFrame) -> pl.DataFrame:
     return (
         complete.group_by(pl.col("lane").cast(pl.String), pl.col("cat").fill_null("").alias("category"))
         .agg(events=pl.len().cast(pl.Int64), total=pl.col("dur").sum())
-        .sort(["lane", "events"], descending=[False, True])
+        .sort(["lane", "events", "category"], descending=[False, True, False])  # category breaks ties: same input, same order
     )
 
 
