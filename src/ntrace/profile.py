@@ -108,12 +108,13 @@ class Profile:
 
 
 def load(path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] | None = None, max_events: int | None = None) -> Profile:
-    """Decode and classify one trace file (a Neuron Explorer .parquet export too); `lanes` adds category → lane rows.
+    """Decode and classify one trace file (an `ntrace convert` or Neuron Explorer .parquet file too); `lanes` adds category → lane rows.
 
     `max_events` keeps only a JSON trace's first events (for traces too large to analyze whole).
     """
     if Path(path).suffix.lower() == ".parquet":
-        from ntrace.explorer import load_explorer  # imported here: explorer builds on Profile
+        from ntrace.explorer import load_explorer  # imported here: explorer and parquet build on Profile
+        from ntrace.parquet import is_ntrace_parquet, read_parquet
 
-        return load_explorer(path)
+        return read_parquet(path, lanes) if is_ntrace_parquet(path) else load_explorer(path)
     return Profile.from_decoded(decode_trace(path, fast=fast, max_events=max_events), lanes)
