@@ -189,3 +189,24 @@ def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: int) -> 
         _warn(result.all_warnings)
         written = write_report(result, out, title)
     click.echo(f"wrote {written} ({written.stat().st_size / 1024:.0f} KiB, {len(result.profiles)} trace(s)); open it in any browser, no network needed")
+
+
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path, file_okay=False), required=True, help="Directory for the .parquet files (one per trace, same relative paths).")
+@click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Convert this many traces in parallel.")
+@click.option("--plain", is_flag=True, help="Use the plain orjson decoder instead of the fast path.")
+@_fail_cleanly
+def convert(path: Path, out: Path, jobs: int, plain: bool) -> None:
+    """Decode and lane-classify every JSON trace under PATH once, as Parquet that `ntrace analyze`, Polars, DuckDB or Spark read directly."""
+    from ntrace.errors import InputError
+    from ntrace.parquet import convert as run
+
+    done = run(path, out, jobs=jobs, fast=not plain)
+    for row in done.iter_rows(named=True):
+        if row["error"]:
+            click.echo(f"warning: skipped {row['error']}", err=True)
+        else:
+            click.echo(f"wrote {row['parquet']}")
+    if done["error"].is_not_null().all():
+        raise InputError(path, f"none of its {done.height} traces could be converted")
