@@ -62,17 +62,8 @@ def test_analysis_and_cli_import_without_torch(tmp_path: Path) -> None:
 # --- the Neuron path against the fake torch_neuronx ---------------------------------------------
 
 
-@pytest.fixture
-def fake_neuronx(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Import the fake torch_neuronx, record torch.compile / profiler / schedule calls into its CALLS log."""
-    for name in [m for m in sys.modules if m == "torch_neuronx" or m.startswith("torch_neuronx.")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.syspath_prepend(str(FAKE))
-    import torch_neuronx
-    import torch_neuronx.profiling
-
-    calls = torch_neuronx.CALLS
-    calls.clear()
+def _record(monkeypatch: pytest.MonkeyPatch, calls: list[tuple[Any, ...]]) -> None:
+    """Append torch.compile, torch.profiler.schedule, profiler construction and every prof.step() to `calls`."""
 
     def fake_compile(fn: Any, **kwargs: Any) -> Any:
         calls.append(("compile", fn, kwargs))
@@ -96,6 +87,30 @@ def fake_neuronx(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setattr(torch, "compile", fake_compile)
     monkeypatch.setattr(torch.profiler, "schedule", recording_schedule)
     monkeypatch.setattr(torch.profiler, "profile", RecordingProfile)
+
+
+def _assert_synchronized_steps(calls: list[tuple[Any, ...]], steps: int) -> None:
+    """Per profiler: `steps` steps, and a synchronize between the start (or the previous step) and every step."""
+    starts = [i for i, c in enumerate(calls) if c[0] == "profile"] + [len(calls)]
+    assert len(starts) > 1
+    for begin, end in zip(starts, starts[1:]):
+        kinds = [c[0] for c in calls[begin:end]]
+        assert kinds.count("step") == steps
+        segments = " ".join(kinds).split("step")[:-1]
+        assert all("synchronize" in s for s in segments), kinds
+
+
+@pytest.fixture
+def fake_neuronx(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Import the fake torch_neuronx; torch.compile / profiler / schedule calls go into its CALLS log too."""
+    for name in [m for m in sys.modules if m == "torch_neuronx" or m.startswith("torch_neuronx.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(FAKE))
+    import torch_neuronx
+    import torch_neuronx.profiling
+
+    torch_neuronx.CALLS.clear()
+    _record(monkeypatch, torch_neuronx.CALLS)
     yield torch_neuronx
     for name in [m for m in sys.modules if m == "torch_neuronx" or m.startswith("torch_neuronx.")]:
         del sys.modules[name]
@@ -135,13 +150,7 @@ def test_neuron_path_uses_the_documented_api(fake_neuronx: Any, tmp_path: Path) 
     assert [c[1] for c in _of(calls, "schedule")] == [{"wait": 2, "warmup": 1, "active": 1}] * 3
     assert len(_of(calls, "export_trace")) == 3
 
-    # Per profiler: 4 steps, and a synchronize between the start (or the previous step) and every step.
-    starts = [i for i, c in enumerate(calls) if c[0] == "profile"] + [len(calls)]
-    for begin, end in zip(starts, starts[1:]):
-        kinds = [c[0] for c in calls[begin:end]]
-        assert kinds.count("step") == 4
-        segments = " ".join(kinds).split("step")[:-1]
-        assert all("synchronize" in s for s in segments), kinds
+    _assert_synchronized_steps(calls, 4)
 
     compiles = _of(calls, "compile")
     assert len(compiles) == 1
@@ -170,6 +179,27 @@ def test_neuron_without_correlate_device_time_is_reported(fake_neuronx: Any, tmp
     assert _json(tmp_path / "fused" / cap.CAPTURE_FILE)["correlate_device_time"] is False
     assert [c[1] for c in _of(fake_neuronx.CALLS, "NeuronConfig")][0]["capture_enabled_for_nc"] == "0,1"
     assert any("not accepted" in line for line in lines)
+
+
+# --- the CUDA path's wiring, on the CPU -----------------------------------------------------------
+
+
+def test_cuda_path_profiles_cuda_activity_and_synchronizes_every_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[Any, ...]] = []
+    _record(monkeypatch, calls)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: calls.append(("synchronize",)))
+    backend = cap.torch_backend("cuda", cap.ProfileSchedule(1, 1, 2), tensor_device="cpu")
+    cap.capture_study(tmp_path, variants=("naive", "compiled"), backend=backend, shape=SMALL, schedule=cap.ProfileSchedule(1, 1, 2))
+    profiles = [c[1] for c in _of(calls, "profile")]
+    assert [p["activities"] for p in profiles] == [[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]] * 2
+    assert all(p["record_shapes"] for p in profiles)
+    assert [c[1] for c in _of(calls, "schedule")] == [{"wait": 1, "warmup": 1, "active": 2}] * 2
+    _assert_synchronized_steps(calls, 4)
+    assert [c[2] for c in _of(calls, "compile")] == [{"fullgraph": True}]  # torch.compile's default backend off Neuron
+    info = _json(tmp_path / "compiled" / cap.CAPTURE_FILE)
+    assert info["device"] == "cuda" and info["compile_backend"] == "default" and info["schedule"]["steps"] == 4
+    assert (tmp_path / "naive" / "trace.json").is_file()
 
 
 # --- CLI errors ---------------------------------------------------------------------------------

@@ -139,8 +139,11 @@ def neuron_backend(schedule: ProfileSchedule, cores: str, tensor_device: str = "
     return Backend("neuron", tensor_device, "neuron", sync, profiler_args, versions)
 
 
-def torch_backend(device: str, schedule: ProfileSchedule) -> Backend:
-    """Plain torch.profiler on CPU or CUDA: same schedule, device synchronized, trace exported as trace.json."""
+def torch_backend(device: str, schedule: ProfileSchedule, tensor_device: str | None = None) -> Backend:
+    """Plain torch.profiler on CPU or CUDA: same schedule, device synchronized, trace exported as trace.json.
+
+    `tensor_device` (default: `device`) is injectable so the CUDA wiring can be tested on a CPU-only host.
+    """
     torch = _torch()
     if device == "cuda" and not torch.cuda.is_available():
         raise CaptureError(None, "--device cuda: torch.cuda.is_available() is False on this host (use --device cpu)")
@@ -159,7 +162,7 @@ def torch_backend(device: str, schedule: ProfileSchedule) -> Backend:
         return args, None
 
     sync = torch.cuda.synchronize if device == "cuda" else torch.cpu.synchronize
-    return Backend(device, device, None, sync, profiler_args, {"torch": torch.__version__, "torch_neuronx": None})
+    return Backend(device, tensor_device or device, None, sync, profiler_args, {"torch": torch.__version__, "torch_neuronx": None})
 
 
 def resolve_device(device: str) -> str:
