@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ntrace.analysis import analyze
 from ntrace.artifacts import find_sessions, session_dir, session_fields
@@ -219,3 +221,42 @@ def test_session_fields_from_the_current_directory(monkeypatch: pytest.MonkeyPat
     monkeypatch.chdir(session)
     (s,) = find_sessions(".")
     assert (s.instance, s.pid) == ("i-0ade06f040a13f2bf", 210229) and s.pairs.height == 2
+
+
+def test_analyze_warns_about_invalid_neffs_and_unpaired_files() -> None:
+    result = analyze(FIXTURES / "damaged")
+    assert len(result.all_warnings) == 2
+    assert any("neff_600000000000001_vnc_0.neff: data_size says" in w for w in result.all_warnings)
+    assert any(w.endswith("999999999999999_instid_0_vnc_0.ntff: NTFF with no NEFF of hash 999999999999999") for w in result.all_warnings)
+    assert analyze(FIXTURES / "rmsnorm").all_warnings == []
+
+
+_hashes = st.sampled_from(["11", "22", "33"])
+_cores = st.integers(0, 2)
+_names = st.one_of(
+    st.builds(lambda h: f"neff_{h}.neff", _hashes),
+    st.builds(lambda h, c: f"neff_{h}_vnc_{c}.neff", _hashes, _cores),
+    st.builds(lambda h, c: f"{h}_instid_0_vnc_{c}.ntff", _hashes, _cores),
+    st.builds(lambda c: f"profile_nc_{c}_session_0.ntff", _cores),
+    st.builds(lambda r: f"profile_rank_{r}.ntff", _cores),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(names=st.sets(_names, min_size=1, max_size=8))
+def test_pairing_partitions_files_and_each_pair_obeys_its_rule(tmp_path_factory: pytest.TempPathFactory, names: set[str]) -> None:
+    root = tmp_path_factory.mktemp("s") / "i-0abc_pid_1"
+    _touch(root, *names)
+    (s,) = find_sessions(root.parent)
+    files = set(s.neffs["path"]) | set(s.ntffs["path"])
+    paired = set(s.pairs["neff"]) | set(s.pairs["ntff"])
+    assert paired | set(s.unpaired["path"]) == files and not paired & set(s.unpaired["path"])
+    neff = {r["path"]: r for r in s.neffs.iter_rows(named=True)}
+    ntff = {r["path"]: r for r in s.ntffs.iter_rows(named=True)}
+    for p in s.pairs.iter_rows(named=True):
+        a, b = neff[p["neff"]], ntff[p["ntff"]]
+        if p["rule"] == "hash":
+            assert a["hash"] == b["hash"]
+        else:
+            assert p["rule"] == "session-core" and b["scheme"] == "session" and a["vnc"] == b["core"]
+    assert s.pairs.unique().height == s.pairs.height

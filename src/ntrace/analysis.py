@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from ntrace.artifacts import Session, find_sessions, session_dir
+from ntrace.artifacts import Session, artifact_warnings, find_sessions, session_dir
 from ntrace.discover import find_traces
 from ntrace.errors import InputError, NtraceError
 from ntrace.profile import Profile, load
@@ -51,13 +51,13 @@ def analyze(
     sessions = find_sessions(root, traces if root.is_dir() else None)
     if not traces:
         if bare := [s for s in sessions if s.has_artifacts]:
-            return Analysis(root, warnings=notes, artifacts=bare)
+            return Analysis(root, warnings=notes + artifact_warnings(bare), artifacts=bare)
         why = f" ({'; '.join(notes)})" if notes else ""
         raise InputError(root, f"holds no framework trace (*.json, *.json.gz with traceEvents){why}")
     if not root.is_dir():
         profile = load(root, fast=fast, lanes=lanes, max_events=max_events)
         profile.artifacts = sessions[0]
-        return Analysis(root, [profile])
+        return Analysis(root, [profile], warnings=artifact_warnings(sessions))
     n = len(traces)
     if jobs > 1 and n > 1:
         with ProcessPoolExecutor(max_workers=min(jobs, n)) as pool:
@@ -74,6 +74,7 @@ def analyze(
             analysis.profiles.append(result)
     loaded = {p.artifacts.dir for p in analysis.profiles if p.artifacts}
     analysis.artifacts = [s for s in sessions if s.has_artifacts and s.dir not in loaded]
+    analysis.warnings += artifact_warnings(sessions)
     if not analysis.profiles and not analysis.artifacts:
         raise InputError(root, f"none of its {len(traces)} trace files could be analyzed (first: {analysis.warnings[0].removeprefix('skipped ')})")
     return analysis

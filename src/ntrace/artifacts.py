@@ -251,3 +251,11 @@ def unpaired(neffs: pl.DataFrame, ntffs: pl.DataFrame, pairs: pl.DataFrame, misp
         schema={"path": pl.String, "reason": pl.String},
     )
     return pl.concat([lone_neffs, lone_ntffs, lone_traces])
+
+
+def artifact_warnings(sessions: list[Session]) -> list[str]:
+    """One line per invalid NEFF and per unpaired file, `<path>: <why>`, for the run's warnings."""
+    return [
+        *(f"{r['path']}: {r['problem']}" for s in sessions for r in s.neffs.filter(~pl.col("valid")).iter_rows(named=True)),
+        *(f"{r['path']}: {r['reason']}" for s in sessions for r in s.unpaired.iter_rows(named=True)),
+    ]
