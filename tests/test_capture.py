@@ -181,6 +181,12 @@ def test_neuron_without_correlate_device_time_is_reported(fake_neuronx: Any, tmp
     assert any("not accepted" in line for line in lines)
 
 
+def test_torch_neuronx_without_profiling_module_fails_cleanly(fake_neuronx: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch_neuronx.profiling", None)
+    with pytest.raises(cap.CaptureError, match=r"0\.0\.0\+fake has no torch_neuronx.profiling"):
+        cap.neuron_backend(cap.ProfileSchedule(), "0", tensor_device="cpu")
+
+
 # --- the CUDA path's wiring, on the CPU -----------------------------------------------------------
 
 

@@ -109,7 +109,11 @@ def neuron_backend(schedule: ProfileSchedule, cores: str, tensor_device: str = "
     neuronx = _neuronx()
     if neuronx is None:
         raise CaptureError(None, INSTALL_NEURON)
-    from torch_neuronx.profiling import NeuronConfig, NeuronProfiler, ProfileMode
+    try:
+        from torch_neuronx.profiling import NeuronConfig, NeuronProfiler, ProfileMode
+    except ImportError as exc:
+        version = getattr(neuronx, "__version__", "unknown version")
+        raise CaptureError(None, f"torch_neuronx {version} has no torch_neuronx.profiling (NeuronConfig, ProfileMode, NeuronProfiler): the PyTorch-native profiler needs a newer Neuron SDK") from exc
 
     def profiler_args(out: Path) -> tuple[dict[str, Any], bool | None]:
         base = {"modes": [ProfileMode.DEVICE, ProfileMode.RUNTIME], "profile_output_dir": str(out), "capture_enabled_for_nc": cores}
