@@ -210,3 +210,45 @@ def convert(path: Path, out: Path, jobs: int, plain: bool) -> None:
             click.echo(f"wrote {row['parquet']}")
     if done["error"].is_not_null().all():
         raise InputError(path, f"none of its {done.height} traces could be converted")
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--baseline", default=None, help="Variant (name or path) the speed-up is measured against; default: the first.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@_fail_cleanly
+def compare(paths: tuple[Path, ...], baseline: str | None, fmt: str) -> None:
+    """Compare variants side by side: device time, self CPU, device op calls, hardware idle, speed-up.
+
+    Give one directory per variant, or one directory holding several (each entry under it with
+    traces is a variant). Names come from capture.json where there is one, else the directory.
+    """
+    from ntrace.compare import compare_variants as run
+    from ntrace.render.compare import render_json, render_text
+
+    frame = run(paths, baseline=baseline)
+    click.echo(render_json(frame) if fmt == "json" else render_text(frame), nl=fmt == "json")
+
+
+@main.command()
+@click.argument("base", type=click.Path(path_type=Path))
+@click.argument("test", type=click.Path(path_type=Path))
+@click.option("--threshold", type=click.FloatRange(0), default=5.0, show_default=True, help="Percent change below which an op counts as unchanged.")
+@click.option("--fail-above", type=float, default=None, help="Exit 1 when total device time grows by more than this percent (a CI gate).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@_fail_cleanly
+def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt: str) -> None:
+    """Diff TEST against BASE: per-op added/removed/slower/faster/unchanged, lane totals and gaps before and after."""
+    from ntrace.diff import diff_profiles as run
+    from ntrace.render.diff import render_json, render_text
+    from ntrace.render.units import fmt_time
+
+    result = run(base, test, threshold=threshold)
+    click.echo(render_json(result) if fmt == "json" else render_text(result), nl=fmt == "json")
+    if fail_above is not None and result.fails(fail_above):
+        change = result.device_change_pct
+        click.echo(
+            f"fail: device time grew {change:+.1f}% ({fmt_time(result.base_device)} -> {fmt_time(result.test_device)}), above {fail_above:g}%",
+            err=True,
+        )
+        sys.exit(1)

@@ -147,6 +147,6 @@ def host_to_device_copies(profile: "Profile") -> pl.DataFrame:
     )
 
 
-def findings(profile: "Profile") -> pl.DataFrame:
+def profile_findings(profile: "Profile") -> pl.DataFrame:
     """Every finding for one profile: hotspots first, then fusable small-execution runs, then host→device copies."""
     return pl.concat([hotspots(profile), small_runs(profile), host_to_device_copies(profile)])

@@ -1,0 +1,121 @@
+"""Side-by-side comparison of variants (the seed study's summary table): device time, self CPU, device op calls, idle gaps, speed-up.
+
+Definitions, per variant (summed over its traces):
+- device: all hardware execution time (every op's self device time plus the unlinked row).
+- self_cpu: self CPU of the ops that reached the device, i.e. the sum of the op table rows that
+  carry self device time (the seed's ~124.2 / 47.6 / 98.4 µs are exactly those rows).
+- device_op_calls: calls of those rows.
+- gap: total hardware idle between executions on the same device.
+- speedup: the baseline's device time over this variant's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import orjson
+import polars as pl
+
+from ntrace.discover import find_traces
+from ntrace.errors import InputError
+from ntrace.ops import UNLINKED, device_name, op_table
+from ntrace.profile import Profile, load
+
+#: The file `ntrace capture` writes beside each variant; its "variant" key names the variant.
+CAPTURE_FILE = "capture.json"
+
+COMPARE_SCHEMA: dict[str, pl.DataType] = {
+    "name": pl.String,
+    "path": pl.String,
+    "traces": pl.Int64,
+    "device_name": pl.String,
+    "device": pl.Int64,
+    "self_cpu": pl.Int64,
+    "device_op_calls": pl.Int64,
+    "gap": pl.Int64,
+    "speedup": pl.Float64,
+}
+
+
+def variant_name(path: Path) -> str:
+    """The "variant" of the nearest capture.json at `path` (a folder or trace) or above it, else the folder's or file's own name."""
+    path = path.resolve()
+    start = path if path.is_dir() else path.parent
+    for where in (start, *start.parents):
+        manifest = where / CAPTURE_FILE
+        if manifest.is_file():
+            try:
+                doc = orjson.loads(manifest.read_bytes())
+            except (OSError, orjson.JSONDecodeError):
+                continue
+            if isinstance(doc, dict) and isinstance(doc.get("variant"), str) and doc["variant"]:
+                return doc["variant"]
+    return path.name if path.is_dir() else path.name.removesuffix(".gz").removesuffix(".json").removesuffix(".pt.trace")
+
+
+def find_variants(paths: Sequence[str | Path]) -> list[tuple[Path, list[Path]]]:
+    """(variant path, its traces) for each variant: every path given, in order, or, for one directory, each entry under it
+    that holds traces (ordered later by device time, slowest first)."""
+    roots = [Path(p) for p in paths]
+    if len(roots) == 1 and roots[0].is_dir():
+        root = roots[0]
+        groups: dict[Path, list[Path]] = {}
+        for trace in find_traces(root):
+            first = trace.relative_to(root).parts[0]
+            groups.setdefault(root / first, []).append(trace)
+        if len(groups) > 1:
+            return sorted(groups.items())
+    found = [(root, find_traces(root)) for root in roots]
+    for root, traces in found:
+        if not traces:
+            raise InputError(root, "holds no framework trace (*.json, *.json.gz with traceEvents)")
+    return found
+
+
+def variant_row(name: str, path: Path, profiles: list[Profile]) -> dict[str, object]:
+    """One variant's numbers (ns) summed over its profiles."""
+    device = self_cpu = calls = gap = 0
+    for profile in profiles:
+        table = op_table(profile)
+        device += int(table["self_device"].sum())
+        reached = table.filter((pl.col("self_device") > 0) & (pl.col("name") != UNLINKED))
+        self_cpu += int(reached["self_cpu"].sum())
+        calls += int(reached["calls"].sum())
+        gap += int(profile.hardware_idle["gap"].sum())
+    devices = sorted({device_name(p) for p in profiles} - {"none"})
+    return {
+        "name": name,
+        "path": str(path),
+        "traces": len(profiles),
+        "device_name": "/".join(devices) or "none",
+        "device": device,
+        "self_cpu": self_cpu,
+        "device_op_calls": calls,
+        "gap": gap,
+    }
+
+
+def compare_variants(paths: Sequence[str | Path], baseline: str | None = None) -> pl.DataFrame:
+    """One row per variant: name, path, traces, device_name, device, self_cpu, device_op_calls, gap (ns) and speedup vs the baseline.
+
+    Variants keep the order of `paths`; the variants found under one directory go slowest first
+    (most device time), as the seed's table does. The baseline is the first variant, or the one
+    whose name (or path) is `baseline`.
+    """
+    variants = find_variants(paths)
+    rows = [variant_row(variant_name(path), path, [load(t) for t in traces]) for path, traces in variants]
+    if len(paths) == 1 and len(rows) > 1:
+        rows.sort(key=lambda r: (-int(r["device"]), str(r["name"])))  # type: ignore[call-overload]
+    names = [str(r["name"]) for r in rows]
+    if len(set(names)) < len(names):  # two variants with one manifest name: tell them apart by path
+        for r in rows:
+            r["name"] = f"{r['name']} ({r['path']})"
+    frame = pl.DataFrame(rows, schema={k: v for k, v in COMPARE_SCHEMA.items() if k != "speedup"})
+    pick = frame.with_row_index("_i").filter((pl.col("name") == baseline) | (pl.col("path") == baseline)) if baseline else frame.head(1).with_row_index("_i")
+    if pick.is_empty():
+        raise InputError(baseline, f"is not one of the variants ({', '.join(frame['name'].to_list())})")
+    base = pick["device"][0]
+    return frame.with_columns(
+        speedup=pl.when(pl.col("device") > 0).then(pl.lit(float(base)) / pl.col("device")).otherwise(None)
+    ).cast(COMPARE_SCHEMA)
