@@ -24,18 +24,22 @@ _EVENT_START = re.compile(rb'[\[,]\s*\{\s*"ph"\s*:')
 
 
 def repair_json(raw: bytes, path: Path, warnings: list[str]) -> Any:
-    """Parse JSON that the fast decoders rejected, repairing what can be repaired; raise TraceFormatError otherwise."""
-    raw = _valid_utf8(raw, path, warnings)
+    """Parse JSON that the fast decoders rejected, repairing what can be repaired; raise TraceFormatError otherwise.
+
+    Warnings about repairs are added only when the repaired text parses: garbage gets one error.
+    """
+    notes: list[str] = []
+    raw = _valid_utf8(raw, path, notes)
     try:
-        return orjson.loads(raw)
+        doc = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        error = exc
-    if str(error).startswith("unexpected end of data"):
-        return _close_cut_off(raw, path, warnings)
-    doc = _nonstandard_json(raw)
-    if doc is None:
-        raise TraceFormatError(path, f"is not valid JSON ({error}); is it a Chrome/Kineto trace?")
-    warnings.append(f"{path}: uses non-standard JSON numbers (NaN, Infinity, or beyond the double range); read them as non-finite")
+        if str(exc).startswith("unexpected end of data"):
+            doc = _close_cut_off(raw, path, notes)
+        elif (doc := _nonstandard_json(raw)) is None:
+            raise TraceFormatError(path, f"is not valid JSON ({exc}); is it a Chrome/Kineto trace?") from None
+        else:
+            notes.append(f"{path}: uses non-standard JSON numbers (NaN, Infinity, or beyond the double range); read them as non-finite")
+    warnings.extend(notes)
     return doc
 
 

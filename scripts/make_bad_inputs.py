@@ -1,0 +1,535 @@
+#!/usr/bin/env python3
+"""Generate the bad-input corpus: damaged profiles and hostile files, each a named case with the outcome ntrace must give.
+
+    .venv/bin/python scripts/make_bad_inputs.py OUT_DIR
+
+Writes one file or directory per case under OUT_DIR and OUT_DIR/cases.json, a list of
+{name, path, args, env, exit, outcome, pattern, why}: run `ntrace <args>` (with "{path}"
+replaced by OUT_DIR/path and `env` added) and expect exit code `exit` and
+- outcome "ok": nothing on stderr;
+- outcome "warning": stderr lines all start "warning: " and one matches `pattern` (a regex);
+- outcome "error": exactly one stderr line, "error: <path>: ..." matching `pattern`;
+- outcome "report": exit 0 and `pattern` found in stdout (artifact problems shown in the listing).
+`needs` names a condition the case depends on ("non-root": permissions bind only non-root users).
+Deterministic: the same bytes on every run. tests/test_bad_inputs.py runs every case.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import struct
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+CASES: list[dict[str, Any]] = []
+
+
+def case(name: str, exit: int, outcome: str, pattern: str = "", *, args: tuple[str, ...] = ("analyze", "{path}"), env: dict[str, str] | None = None, needs: str | None = None, why: str = "") -> Callable:
+    """Register the decorated writer as a case; the writer creates OUT_DIR/<its return value> and returns that name."""
+
+    def register(write: Callable[[Path], str]) -> Callable[[Path], str]:
+        CASES.append({"name": name, "write": write, "args": list(args), "env": env or {}, "exit": exit, "outcome": outcome, "pattern": pattern, "needs": needs, "why": why or (write.__doc__ or "").strip()})
+        return write
+
+    return register
+
+
+# ---------------------------------------------------------------- a sound trace to damage
+
+
+def x(name: str, cat: str, ts: float, dur: float, pid: Any = 100, tid: Any = 100, **args: Any) -> dict[str, Any]:
+    """A complete event in Kineto's key order (ph first), times in µs."""
+    ev: dict[str, Any] = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur}
+    if args:
+        ev["args"] = args
+    return ev
+
+
+def sound_events(steps: int = 3) -> list[dict[str, Any]]:
+    """A small, valid Kineto-style trace: steps of a CPU op, its runtime call, the device execution and their flow."""
+    evs: list[dict[str, Any]] = [{"ph": "M", "name": "process_name", "pid": 100, "tid": 0, "args": {"name": "python"}}]
+    t = 1_000.0
+    for i in range(steps):
+        corr = 10 + i
+        evs.append(x(f"ProfilerStep#{i}", "user_annotation", t, 90.0))
+        evs.append(x("aten::mm", "cpu_op", t + 1, 40.0, **{"External id": corr, "Input Dims": [[4, 4], [4, 4]], "Sequence number": i}))
+        evs.append(x("nrt_execute", "privateuse1_runtime", t + 5, 20.0, **{"External id": corr, "correlation": corr}))
+        evs.append(x("nc_exec_running", "kernel", t + 12.5, 30.25, pid=0, tid=0, correlation=corr, device=0, stream=0))
+        evs.append({"ph": "s", "id": corr, "pid": 100, "tid": 100, "ts": t + 5, "cat": "ac2g", "name": "ac2g"})
+        evs.append({"ph": "f", "id": corr, "pid": 0, "tid": 0, "ts": t + 12.5, "cat": "ac2g", "name": "ac2g", "bp": "e"})
+        t += 100.0
+    return evs
+
+
+def doc_bytes(events: Any, **top: Any) -> bytes:
+    """A trace document as Kineto lays it out: metadata first, one event per line, traceEvents last but for traceName."""
+    head = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NeuronCore-v2"}], **top}
+    body = ",\n  ".join(json.dumps(e) for e in events) if isinstance(events, list) else json.dumps(events)
+    lead = json.dumps(head)[:-1]
+    return f'{lead}, "traceEvents": [\n  {body}\n], "traceName": "bad_inputs"}}\n'.encode() if isinstance(events, list) else f'{lead}, "traceEvents": {body}}}\n'.encode()
+
+
+SOUND = doc_bytes(sound_events())
+
+
+def put(out: Path, name: str, data: bytes) -> str:
+    """Write `data` to OUT_DIR/name (parents made) and return `name`."""
+    path = out / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return name
+
+
+def gz(data: bytes) -> bytes:
+    """Deterministic gzip (mtime 0)."""
+    return gzip.compress(data, mtime=0)
+
+
+# ---------------------------------------------------------------- controls and tolerated forms
+
+
+@case("sound_trace", 0, "ok")
+def _(out: Path) -> str:
+    """Control: the undamaged trace every other case starts from."""
+    return put(out, "sound_trace.pt.trace.json", SOUND)
+
+
+@case("sound_trace_gzip", 0, "ok")
+def _(out: Path) -> str:
+    """Control: the same trace gzipped."""
+    return put(out, "sound_trace_gzip.pt.trace.json.gz", gz(SOUND))
+
+
+@case("top_level_array", 0, "ok")
+def _(out: Path) -> str:
+    """The JSON Array Format Chrome also accepts: a bare list of events."""
+    return put(out, "top_level_array.json", json.dumps(sound_events()).encode())
+
+
+@case("traceevents_missing", 2, "error", r"has no traceEvents array")
+def _(out: Path) -> str:
+    """A JSON object without traceEvents is not a trace: error."""
+    return put(out, "traceevents_missing.pt.trace.json", b'{"schemaVersion": 1, "deviceProperties": []}')
+
+
+@case("traceevents_not_a_list", 2, "error", r"has no traceEvents array")
+def _(out: Path) -> str:
+    """traceEvents holding a string instead of an array: error."""
+    return put(out, "traceevents_not_a_list.pt.trace.json", b'{"traceEvents": "none"}')
+
+
+@case("traceevents_empty", 0, "warning", r"holds no trace events")
+def _(out: Path) -> str:
+    """An empty traceEvents array (profiler stopped before any step): analyzed as empty, with a warning."""
+    return put(out, "traceevents_empty.pt.trace.json", doc_bytes([]))
+
+
+@case("events_without_ts_dur_cat", 0, "warning", r"complete events have no usable ts")
+def _(out: Path) -> str:
+    """Complete events lacking ts, dur or cat: those without ts left out, missing dur counted as 0, missing cat → lane other."""
+    evs = sound_events()
+    evs.append({"ph": "X", "name": "no_ts", "pid": 100, "tid": 100, "dur": 3})
+    evs.append({"ph": "X", "name": "no_dur", "cat": "cpu_op", "pid": 100, "tid": 100, "ts": 1500})
+    evs.append({"ph": "X", "name": "no_cat", "pid": 100, "tid": 100, "ts": 1600, "dur": 2})
+    return put(out, "events_without_ts_dur_cat.pt.trace.json", doc_bytes(evs))
+
+
+@case("ts_dur_as_strings", 0, "ok")
+def _(out: Path) -> str:
+    """ts/dur written as numeric strings ("1000.5"): read as numbers, silently (values are exact)."""
+    evs = [{**e, "ts": str(e["ts"]), "dur": str(e["dur"])} if e.get("ph") == "X" else e for e in sound_events()]
+    return put(out, "ts_dur_as_strings.pt.trace.json", doc_bytes(evs))
+
+
+@case("ts_not_numeric_strings", 0, "warning", r"no usable ts")
+def _(out: Path) -> str:
+    """ts as text that is no number ("soon"): the event is left out with a warning."""
+    evs = sound_events() + [x("odd", "cpu_op", 0, 1) | {"ts": "soon"}]
+    return put(out, "ts_not_numeric_strings.pt.trace.json", doc_bytes(evs))
+
+
+@case("negative_durations", 0, "warning", r"negative")
+def _(out: Path) -> str:
+    """A negative dur: counted as 0 with a warning."""
+    evs = sound_events() + [x("backwards", "cpu_op", 1200, -5)]
+    return put(out, "negative_durations.pt.trace.json", doc_bytes(evs))
+
+
+@case("nan_infinity_literals", 0, "warning", r"non-standard JSON numbers")
+def _(out: Path) -> str:
+    """NaN / Infinity / -Infinity literals (Python's json writes them; strict parsers refuse): read, values dropped with warnings."""
+    body = SOUND.replace(b'"dur": 90.0', b'"dur": NaN', 1).replace(b'"dur": 40.0', b'"dur": Infinity', 1).replace(b'"ts": 1001.0', b'"ts": -Infinity', 1)
+    return put(out, "nan_infinity_literals.pt.trace.json", body)
+
+
+@case("numbers_too_large", 0, "warning", r"too large for int64")
+def _(out: Path) -> str:
+    """ts of 1e300 and 10**30, a dur of 1e400 (beyond double), a correlation id of 2**70: dropped with warnings, nothing overflows."""
+    evs = sound_events()
+    evs.append(x("far_future", "cpu_op", 1e300, 1))
+    evs.append(x("huge_int", "cpu_op", 10**30, 1, **{"External id": 2**70}))
+    body = doc_bytes(evs).replace(b'"dur": 90.0', b'"dur": 1e400', 1)
+    return put(out, "numbers_too_large.pt.trace.json", body)
+
+
+@case("unknown_ph", 0, "warning", r"ph the trace format does not define")
+def _(out: Path) -> str:
+    """Events with a ph no trace viewer defines ("Z", ""): kept, not analyzed, counted in a warning."""
+    evs = sound_events() + [{"ph": "Z", "name": "zeta", "ts": 1, "pid": 1, "tid": 1}, {"ph": "", "name": "blank", "ts": 2, "pid": 1, "tid": 1}]
+    return put(out, "unknown_ph.pt.trace.json", doc_bytes(evs))
+
+
+@case("flow_starts_without_ends", 0, "ok")
+def _(out: Path) -> str:
+    """Flow starts whose ends fall outside the capture (normal at window edges): ignored silently."""
+    evs = [e for e in sound_events() if e.get("ph") != "f"]
+    return put(out, "flow_starts_without_ends.pt.trace.json", doc_bytes(evs))
+
+
+@case("flow_ends_without_starts", 0, "ok")
+def _(out: Path) -> str:
+    """Flow ends without starts (seen in 4 of the 8 real public traces): ignored silently."""
+    evs = [e for e in sound_events() if e.get("ph") != "s"]
+    return put(out, "flow_ends_without_starts.pt.trace.json", doc_bytes(evs))
+
+
+@case("duplicate_events", 0, "warning", r"exact duplicates")
+def _(out: Path) -> str:
+    """Every complete event written twice (a writer that flushed twice): copies dropped so no time is counted twice."""
+    evs = sound_events()
+    evs += [e for e in evs if e.get("ph") == "X"]
+    return put(out, "duplicate_events.pt.trace.json", doc_bytes(evs))
+
+
+@case("non_utf8_names", 0, "warning", r"not UTF-8")
+def _(out: Path) -> str:
+    """Latin-1 and stray bytes inside event names: replaced by U+FFFD with a warning."""
+    body = SOUND.replace(b'"aten::mm"', b'"aten::mm_\xe9\xff\xfe"', 1)
+    return put(out, "non_utf8_names.pt.trace.json", body)
+
+
+@case("utf8_bom", 0, "ok")
+def _(out: Path) -> str:
+    """A UTF-8 byte order mark before the JSON (Windows editors write one): dropped silently."""
+    return put(out, "utf8_bom.pt.trace.json", b"\xef\xbb\xbf" + SOUND)
+
+
+@case("wrong_value_types", 0, "ok")
+def _(out: Path) -> str:
+    """name as a number, pid as a list, args as a string, ids as floats: coerced per value, nothing fails."""
+    evs = sound_events() + [{"ph": "X", "cat": "cpu_op", "name": 7, "pid": [1], "tid": {"a": 1}, "ts": 1300, "dur": 1, "args": "x"}, x("f", "cpu_op", 1301, 1, **{"External id": 3.0})]
+    return put(out, "wrong_value_types.pt.trace.json", doc_bytes(evs))
+
+
+@case("events_not_objects", 0, "warning", r"not JSON objects")
+def _(out: Path) -> str:
+    """traceEvents entries that are numbers, strings, null or lists: left out with a count."""
+    evs: list[Any] = sound_events() + [1, "event", None, [1, 2]]
+    return put(out, "events_not_objects.pt.trace.json", doc_bytes(evs))
+
+
+@case("gzip_with_json_name", 0, "ok")
+def _(out: Path) -> str:
+    """gzip content under a plain .json name: recognised by its magic bytes."""
+    return put(out, "gzip_with_json_name.pt.trace.json", gz(SOUND))
+
+
+@case("plain_with_gz_name", 0, "ok")
+def _(out: Path) -> str:
+    """Plain JSON under a .json.gz name: read as plain."""
+    return put(out, "plain_with_gz_name.pt.trace.json.gz", SOUND)
+
+
+@case("gzip_multi_member", 0, "ok")
+def _(out: Path) -> str:
+    """A gzip file of two concatenated members (what `cat a.gz b.gz` or some writers produce): both read."""
+    half = len(SOUND) // 2
+    return put(out, "gzip_multi_member.pt.trace.json.gz", gz(SOUND[:half]) + gz(SOUND[half:]))
+
+
+# ---------------------------------------------------------------- cut off and corrupt
+
+
+def _cut_mid_event(data: bytes) -> bytes:
+    """`data` cut in the middle of its last-but-one event (as a killed profiler leaves it)."""
+    return data[: data.rindex(b'"name"', 0, data.rindex(b'{"ph"')) + 3]
+
+
+@case("truncated_mid_event", 0, "warning", r"cut off at byte [\d,]+ .*analyzed the \d+ complete events")
+def _(out: Path) -> str:
+    """A trace cut off mid-write: analyzed up to its last complete event, with a warning naming the byte offset."""
+    return put(out, "truncated_mid_event.pt.trace.json", _cut_mid_event(SOUND))
+
+
+@case("truncated_inside_args", 0, "warning", r"cut off at byte")
+def _(out: Path) -> str:
+    """Cut inside a nested args object (closing braces of inner objects must not be taken for an event's end)."""
+    return put(out, "truncated_inside_args.pt.trace.json", SOUND[: SOUND.rindex(b'"Input Dims": [[4, 4]') + 18])
+
+
+@case("truncated_top_level_array", 0, "warning", r"cut off at byte")
+def _(out: Path) -> str:
+    """A bare event array cut off mid-event."""
+    data = json.dumps(sound_events()).encode()
+    return put(out, "truncated_top_level_array.json", data[: len(data) - 40])
+
+
+@case("truncated_before_first_event", 2, "error", r"cut off at byte \d+ before its first complete event")
+def _(out: Path) -> str:
+    """Cut before any event was complete: nothing to salvage, error."""
+    return put(out, "truncated_before_first_event.pt.trace.json", SOUND[: SOUND.index(b'{"ph"') + 30])
+
+
+@case("truncated_gzip", 0, "warning", r"gzip stream is cut off")
+def _(out: Path) -> str:
+    """A gzip file cut off (copy not finished): the bytes it holds are decompressed, then the JSON salvaged."""
+    data = gz(SOUND * 1)
+    return put(out, "truncated_gzip.pt.trace.json.gz", data[: len(data) * 3 // 4])
+
+
+@case("corrupt_gzip", 2, "error", r"corrupt gzip")
+def _(out: Path) -> str:
+    """A gzip header followed by garbage: error."""
+    data = bytearray(gz(SOUND))
+    data[12:40] = bytes(range(100, 128))
+    return put(out, "corrupt_gzip.pt.trace.json.gz", bytes(data))
+
+
+@case("gzip_bad_crc", 2, "error", r"corrupt gzip")
+def _(out: Path) -> str:
+    """A complete gzip stream whose CRC does not match its content: error."""
+    data = bytearray(gz(SOUND))
+    data[-8] ^= 0xFF
+    return put(out, "gzip_bad_crc.pt.trace.json.gz", bytes(data))
+
+
+@case("empty_file", 2, "error", r"is empty")
+def _(out: Path) -> str:
+    """A zero-byte trace (disk full before the first write): error."""
+    return put(out, "empty_file.pt.trace.json", b"")
+
+
+@case("empty_gzip", 2, "error", r"is empty")
+def _(out: Path) -> str:
+    """A gzip stream of zero bytes of content: error."""
+    return put(out, "empty_gzip.pt.trace.json.gz", gz(b""))
+
+
+@case("whitespace_only", 2, "error", r"is empty")
+def _(out: Path) -> str:
+    """Only whitespace and NUL-free newlines: error."""
+    return put(out, "whitespace_only.pt.trace.json", b"  \n\t\n")
+
+
+@case("binary_garbage", 2, "error", r"is not valid JSON")
+def _(out: Path) -> str:
+    """Random-looking bytes under a trace name: error."""
+    return put(out, "binary_garbage.pt.trace.json", bytes((i * 97 + 13) % 256 for i in range(4096)))
+
+
+@case("zero_filled", 2, "error", r"is not valid JSON")
+def _(out: Path) -> str:
+    """A file of NUL bytes (preallocated, never written: what a crash on some file systems leaves)."""
+    return put(out, "zero_filled.pt.trace.json", bytes(8192))
+
+
+@case("trailing_garbage", 2, "error", r"is not valid JSON")
+def _(out: Path) -> str:
+    """A complete trace followed by unrelated bytes: error (which data to believe is not clear)."""
+    return put(out, "trailing_garbage.pt.trace.json", SOUND + b"\x00garbage{")
+
+
+@case("json_scalar", 2, "error", r"top level is a JSON int")
+def _(out: Path) -> str:
+    """A JSON document that is a number: error."""
+    return put(out, "json_scalar.pt.trace.json", b"42")
+
+
+@case("deeply_nested", 2, "error", r"is not valid JSON")
+def _(out: Path) -> str:
+    """100 000 nested arrays (a parser stack bomb): error, no recursion crash."""
+    return put(out, "deeply_nested.pt.trace.json", b'{"traceEvents": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+
+
+@case("html_error_page", 2, "error", r"is not valid JSON")
+def _(out: Path) -> str:
+    """An HTML error page saved under the trace's name (a failed download)."""
+    return put(out, "html_error_page.pt.trace.json", b"<html><body>502 Bad Gateway</body></html>\n")
+
+
+# ---------------------------------------------------------------- directories, links, special files
+
+
+@case("empty_directory", 2, "error", r"holds no framework trace")
+def _(out: Path) -> str:
+    """A directory with nothing in it."""
+    (out / "empty_directory").mkdir(parents=True)
+    return "empty_directory"
+
+
+@case("directory_without_traces", 2, "error", r"holds no framework trace")
+def _(out: Path) -> str:
+    """A directory of logs and unrelated JSON: error naming the directory."""
+    put(out, "directory_without_traces/log.txt", b"step 1 loss 0.3\n")
+    put(out, "directory_without_traces/config.json", b'{"lr": 0.1}')
+    return "directory_without_traces"
+
+
+@case("one_broken_among_many", 0, "warning", r"skipped .*corrupt gzip")
+def _(out: Path) -> str:
+    """Two good traces and one corrupt: the good ones are analyzed, the bad one becomes a warning."""
+    put(out, "one_broken_among_many/rank0.pt.trace.json", SOUND)
+    put(out, "one_broken_among_many/rank1.pt.trace.json.gz", gz(SOUND))
+    data = bytearray(gz(SOUND))
+    data[12:40] = bytes(28)
+    put(out, "one_broken_among_many/rank2.pt.trace.json.gz", bytes(data))
+    return "one_broken_among_many"
+
+
+@case("all_broken", 2, "error", r"none of its 2 trace files could be analyzed")
+def _(out: Path) -> str:
+    """A directory whose every trace is broken: error saying so, naming the first problem."""
+    put(out, "all_broken/rank0.pt.trace.json", b"")
+    put(out, "all_broken/rank1.pt.trace.json", b"{nope")
+    return "all_broken"
+
+
+@case("symlink_loop_file", 2, "error", r"symbolic link loop")
+def _(out: Path) -> str:
+    """A trace path that is a symbolic link loop (a → b → a)."""
+    os.symlink("symlink_loop_b.pt.trace.json", out / "symlink_loop_file.pt.trace.json")
+    os.symlink("symlink_loop_file.pt.trace.json", out / "symlink_loop_b.pt.trace.json")
+    return "symlink_loop_file.pt.trace.json"
+
+
+@case("broken_symlink", 2, "error", r"broken symbolic link")
+def _(out: Path) -> str:
+    """A trace path that is a link to nothing."""
+    os.symlink("nowhere/trace.json", out / "broken_symlink.pt.trace.json")
+    return "broken_symlink.pt.trace.json"
+
+
+@case("directory_with_link_loops", 0, "warning", r"skipped .*symbolic link loop")
+def _(out: Path) -> str:
+    """A directory linking to itself and holding a looping file link beside a good trace: no endless walk, the good trace analyzed."""
+    put(out, "directory_with_link_loops/run/trace.json", SOUND)
+    os.symlink("..", out / "directory_with_link_loops/run/parent")
+    os.symlink(".", out / "directory_with_link_loops/self")
+    os.symlink("loop.pt.trace.json", out / "directory_with_link_loops/loop.pt.trace.json")
+    return "directory_with_link_loops"
+
+
+@case("fifo_as_trace", 2, "error", r"is not a regular file")
+def _(out: Path) -> str:
+    """A named pipe with a trace's name: refused without opening it (reading would block forever)."""
+    os.mkfifo(out / "fifo_as_trace.pt.trace.json")
+    return "fifo_as_trace.pt.trace.json"
+
+
+@case("directory_with_fifo", 0, "warning", r"skipped .*is not a regular file")
+def _(out: Path) -> str:
+    """A pipe beside a good trace in a directory: skipped with a warning, never opened."""
+    put(out, "directory_with_fifo/trace.json", SOUND)
+    os.mkfifo(out / "directory_with_fifo/rank1.pt.trace.json")
+    return "directory_with_fifo"
+
+
+@case("unreadable_file", 2, "error", r"cannot be read \(Permission denied\)", needs="non-root")
+def _(out: Path) -> str:
+    """A trace without read permission (chmod 000). Root reads it anyway; the error path is also tested by monkeypatching."""
+    name = put(out, "unreadable_file.pt.trace.json", SOUND)
+    os.chmod(out / name, 0)
+    return name
+
+
+@case("unreadable_file_in_directory", 0, "warning", r"skipped .*Permission denied", needs="non-root")
+def _(out: Path) -> str:
+    """An unreadable trace beside a good one: the good one analyzed, the other a warning."""
+    put(out, "unreadable_file_in_directory/trace.json", SOUND)
+    put(out, "unreadable_file_in_directory/rank1.pt.trace.json", SOUND)
+    os.chmod(out / "unreadable_file_in_directory/rank1.pt.trace.json", 0)
+    return "unreadable_file_in_directory"
+
+
+# ---------------------------------------------------------------- limits
+
+
+@case("too_large_for_memory", 2, "error", r"too large to analyze here: .* of JSON needs about .* of memory", env={"NTRACE_MEMORY_LIMIT": "4K"})
+def _(out: Path) -> str:
+    """A trace whose decoding would need more memory than is available (limit lowered to 4 KiB): fails before decoding, naming the sizes."""
+    return put(out, "too_large_for_memory.pt.trace.json", SOUND)
+
+
+@case("gzip_bomb", 2, "error", r"inflate to more than", env={"NTRACE_MEMORY_LIMIT": "64M"})
+def _(out: Path) -> str:
+    """A 50 KiB gzip that inflates to 48 MiB (limit 64 MiB → at most 16 MiB of JSON): stops at the cap, names the sizes."""
+    return put(out, "gzip_bomb.pt.trace.json.gz", gzip.compress(b'{"traceEvents": [' + b" " * (48 << 20) + b"]}", compresslevel=9, mtime=0))
+
+
+@case("max_events_caps", 0, "warning", r"--max-events 5: analyzed the first 5 of about 19 events", args=("analyze", "{path}", "--max-events", "5"))
+def _(out: Path) -> str:
+    """--max-events keeps only the first events (the rest is never decoded)."""
+    return put(out, "max_events_caps.pt.trace.json", SOUND)
+
+
+@case("max_events_rescues_large_trace", 0, "warning", r"--max-events 3", args=("analyze", "{path}", "--max-events", "3"), env={"NTRACE_MEMORY_LIMIT": "6K"})
+def _(out: Path) -> str:
+    """A trace too large to decode whole within the limit is analyzed with --max-events."""
+    return put(out, "max_events_rescues_large_trace.pt.trace.json", SOUND)
+
+
+# ---------------------------------------------------------------- Neuron artifacts (issue 3's checks, run through `ntrace artifacts`)
+
+def _neff(header_size: int = 1024, data_size: int | None = None, payload: bytes = b"") -> bytes:
+    """A NEFF-shaped file: a 1024-byte header (u64 package, u64 header_size, u64 data_size, zeros) then `payload`."""
+    head = struct.pack("<Q", 1) + struct.pack("<QQ", header_size, len(payload) if data_size is None else data_size)
+    return head + bytes(1024 - len(head)) + payload
+
+
+@case("neff_zero_bytes", 0, "report", r"truncated: 0 bytes", args=("artifacts", "{path}"))
+def _(out: Path) -> str:
+    """A NEFF of zero bytes (a copy that never started): reported as invalid in the listing."""
+    put(out, "neff_zero_bytes/neff_100000000000001_vnc_0.neff", b"")
+    return "neff_zero_bytes"
+
+
+@case("neff_wrong_header_size", 0, "report", r"header_size is 512", args=("artifacts", "{path}"))
+def _(out: Path) -> str:
+    """A NEFF whose header says it is 512 bytes long: reported as invalid."""
+    put(out, "neff_wrong_header_size/neff_100000000000002_vnc_0.neff", _neff(header_size=512))
+    return "neff_wrong_header_size"
+
+
+@case("neff_data_size_mismatch", 0, "report", r"data_size says 10240 bytes", args=("artifacts", "{path}"))
+def _(out: Path) -> str:
+    """A NEFF whose data_size disagrees with the bytes that follow the header: reported as invalid."""
+    put(out, "neff_data_size_mismatch/neff_100000000000003_vnc_0.neff", _neff(data_size=10240, payload=bytes(600)))
+    return "neff_data_size_mismatch"
+
+
+@case("ntff_unknown_hash", 0, "report", r"NTFF with no NEFF of hash 999999999999999", args=("artifacts", "{path}"))
+def _(out: Path) -> str:
+    """An NTFF named for a hash no NEFF in the session has: listed as unpaired."""
+    put(out, "ntff_unknown_hash/999999999999999_instid_0_vnc_0.ntff", b"NTFF placeholder\n")
+    return "ntff_unknown_hash"
+
+
+def write_corpus(out: Path) -> list[dict[str, Any]]:
+    """Write every case under `out` (which must not exist or be empty) and its manifest; returns the manifest."""
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = []
+    for spec in CASES:
+        path = spec["write"](out)
+        manifest.append({k: v for k, v in spec.items() if k != "write"} | {"path": path})
+    (out / "cases.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    cases = write_corpus(Path(sys.argv[1]))
+    print(f"{len(cases)} cases written to {sys.argv[1]}")
