@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import orjson
 import polars as pl
 import pytest
 
@@ -167,3 +168,27 @@ def test_sort_keys(tmp_path: Path, key: str) -> None:
 def test_unknown_sort_key(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="self_cpu_time_total"):
         op_table(load(write_trace(tmp_path / "t.json", neuron_events())), sort_by="bogus")
+
+
+def test_cli_analyze_op_table_views(tmp_path: Path, torch_run: tuple[Path, list[Any], list[Any]]) -> None:
+    from click.testing import CliRunner
+
+    from ntrace.cli import main
+
+    path, by_name, _ = torch_run
+    runner = CliRunner()
+    cpu = runner.invoke(main, ["analyze", str(path), "-q", "--top", "3", "--sort-by", "cpu_time_total"])
+    assert cpu.exit_code == 0, cpu.output
+    assert "Self CPU %" in cpu.output and "Self CUDA" not in cpu.output and "NEURON" not in cpu.output
+    table = cpu.output[cpu.output.index("Operators"):cpu.output.index("Self CPU time total")]
+    assert table.splitlines()[4].split()[0] == "ProfilerStep*"  # the step encloses everything
+    assert len([line for line in table.splitlines() if line and not line.startswith("-")]) == 1 + 1 + 3
+    total = sum(e.self_cpu_time_total for e in by_name)
+    footer = cpu.output[cpu.output.index("Self CPU time total: ") :].split()[4]
+    footer_us = float(footer[:-2]) * (1000 if footer.endswith("ms") else 1)
+    assert abs(footer_us - total) <= 1, (footer, total)
+    shapes = runner.invoke(main, ["analyze", str(path), "-q", "--group-by-shape", "--format", "json"])
+    rows = [o for o in orjson.loads(shapes.stdout)["profiles"][0]["ops"] if o["name"] == "aten::addmm"]
+    assert rows and all(o["input_dims"] for o in rows)
+    bad = runner.invoke(main, ["analyze", str(path), "--sort-by", "bogus"])
+    assert bad.exit_code == 2
