@@ -301,9 +301,12 @@ def test_cpu_capture_op_table_matches_the_key_averages_torch_saw(cpu_capture: tu
 
 
 def test_cpu_capture_compares(cpu_capture: tuple[Path, Any]) -> None:
-    if "compare" not in main.commands:
-        pytest.skip("ntrace compare is not built yet (issue 4)")
     out, _ = cpu_capture
-    result = CliRunner().invoke(main, ["compare", str(out)])
+    result = CliRunner().invoke(main, ["compare", str(out), "--format", "json"])
     assert result.exit_code == 0, result.output
-    assert all(v in result.stdout for v in cap.VARIANTS)
+    rows = {r["name"]: r for r in orjson.loads(result.stdout)["variants"]}
+    assert set(rows) == set(cap.VARIANTS)
+    for variant, row in rows.items():
+        oracle = _json(out / variant / cap.KEY_AVERAGES_FILE)["ops"]
+        assert row["traces"] == 1
+        assert row["device_us"] == pytest.approx(sum(o["self_device_time_total"] for o in oracle), abs=1.0)  # 0 on the CPU
