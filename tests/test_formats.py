@@ -125,3 +125,20 @@ def test_cli_stderr_has_no_progress_when_piped(tmp_path: Path) -> None:
 @pytest.mark.parametrize("fmt", ["table", "json", "csv", "markdown"])
 def test_every_format_runs(tmp_path: Path, fmt: str) -> None:
     assert "naive" in _cli("analyze", str(_variants(tmp_path)), "--format", fmt)
+
+
+def test_loading_reports_bytes_read_and_events_decoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ntrace.progress as progress_mod
+    from ntrace import load
+
+    trace = write_trace(tmp_path / "trace.json", [x(f"op{i}", "cpu_op", i, 1) for i in range(200)])
+    monkeypatch.setattr(progress_mod, "_CHUNK", 1024)
+    seen: list[tuple] = []
+    with progress(stream=_Tty(), delay=60) as bar:
+        monkeypatch.setattr(bar, "update", lambda *a: seen.append(a))
+        load(trace)
+    size = trace.stat().st_size
+    reads = [s for s in seen if s[0] == "reading trace.json"]
+    assert len(reads) == -(-size // 1024) and reads[-1] == ("reading trace.json", size, size, "bytes")
+    assert [d for d, *_ in reads] == sorted(d for d, *_ in reads)
+    assert ("decoded trace.json", 200, None, "events") in seen

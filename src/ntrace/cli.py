@@ -70,13 +70,15 @@ def main(debug: bool) -> None:
 def analyze(path: Path, fmt: str, quiet: bool, jobs: int, plain: bool, max_events: int | None, sort_by: str, top: int | None, group_by_shape: bool) -> None:
     """Analyze a trace file, or every trace under a directory: lanes, tracks, dispatch gaps, steps."""
     from ntrace.analysis import analyze as run
-    from ntrace.progress import progress
+    from ntrace.progress import progress, report as note_progress
 
     with progress(enabled=not quiet):
         result = run(path, jobs=jobs, fast=not plain, max_events=max_events)
-    set_view(result.profiles, sort_by=sort_by, top=top, group_by_shape=group_by_shape)
+        set_view(result.profiles, sort_by=sort_by, top=top, group_by_shape=group_by_shape)
+        note_progress("analyzing", len(result.profiles), None, "traces")
+        text = _renderer(fmt).render(result)
     _warn(result.all_warnings)
-    click.echo(_renderer(fmt).render(result), nl=fmt == "json")
+    click.echo(text, nl=fmt == "json")
 
 
 @main.command()
@@ -150,8 +152,8 @@ def export(path: Path, out: Path, quiet: bool) -> None:
         raise InputError(path, f"holds {len(traces)} traces ({listed or 'none'}); export one file at a time")
     with progress(enabled=not quiet):
         profile = load(traces[0])
-        _warn(profile.warnings)
         written = export_perfetto(profile, out)
+    _warn(profile.warnings)
     click.echo(f"wrote {written}: {profile.complete.height} slices, {profile.links.height} flows, {profile.hardware_idle.height} hardware idle gaps; open it in https://ui.perfetto.dev or chrome://tracing")
 
 
@@ -181,13 +183,14 @@ def artifacts(path: Path, fmt: str) -> None:
 def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: int) -> None:
     """Write one self-contained HTML report (opens offline): zoomable four-lane timeline, busy and idle charts, op table, variant comparison."""
     from ntrace.analysis import analyze as run
-    from ntrace.progress import progress
+    from ntrace.progress import progress, report as note_progress
     from ntrace.render.html import write_report
 
     with progress(enabled=not quiet):
         result = run(path, jobs=jobs)
-        _warn(result.all_warnings)
+        note_progress("analyzing and drawing", len(result.profiles), None, "traces")
         written = write_report(result, out, title)
+    _warn(result.all_warnings)
     click.echo(f"wrote {written} ({written.stat().st_size / 1024:.0f} KiB, {len(result.profiles)} trace(s)); open it in any browser, no network needed")
 
 

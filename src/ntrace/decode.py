@@ -18,6 +18,7 @@ import polars as pl
 from ntrace.errors import TraceFormatError
 from ntrace.limits import check_fits
 from ntrace.ndjson import raw_columns
+from ntrace.progress import report
 from ntrace.readfile import read_json
 from ntrace.salvage import keep_first_events, repair_json
 from ntrace.sanity import checked_events
@@ -130,6 +131,7 @@ def _decode(path: Path, fast: bool, max_events: int | None, warnings: list[str])
     else:
         raw = keep_first_events(read_json(path, warnings, factor=2), max_events, path, warnings)
         check_fits(path, len(raw))
+    report(f"decoding {path.name}", len(raw), None, "bytes")
     cols: dict[str, list] | None = None
     meta: dict[str, Any] = {}
     if fast:
@@ -139,7 +141,7 @@ def _decode(path: Path, fast: bool, max_events: int | None, warnings: list[str])
             cols, meta = _typed_columns(_TYPED.decode(raw))
         except msgspec.ValidationError:
             pass  # a value of an unexpected type: the plain path coerces it per value
-        except (msgspec.DecodeError, UnicodeDecodeError):
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
             cols, meta = _plain_columns(repair_json(raw, path, warnings), path, warnings)
     if cols is None:
         try:
@@ -150,6 +152,7 @@ def _decode(path: Path, fast: bool, max_events: int | None, warnings: list[str])
     if not meta.get("has_traceEvents", True):
         raise TraceFormatError(path, "has no traceEvents array: not a Chrome/Kineto trace")
     n = len(cols["ph"])
+    report(f"decoded {path.name}", n, None, "events")
     if max_events is not None and n > max_events:
         warnings.append(f"{path}: --max-events {max_events}: analyzed the first {max_events:,} of {n:,} events")
         cols = {k: v[:max_events] for k, v in cols.items()}
@@ -162,7 +165,7 @@ def _polars_columns(raw: bytes) -> tuple[dict[str, pl.Series] | None, dict[str, 
     """Columns through Polars' NDJSON reader (ntrace.ndjson), or (None, {}) when the file needs a Python decoder."""
     try:
         listed = _RAW.decode(raw)
-    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None, {}  # the typed and plain decoders coerce, repair or report it
     cols = raw_columns(listed if isinstance(listed, list) else listed.traceEvents or [])
     return (cols, _meta(listed)) if cols is not None else (None, {})

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from contextvars import ContextVar
-from typing import Iterator, TextIO
+from typing import BinaryIO, Iterator, TextIO
 
 from ntrace.limits import size
 
@@ -100,3 +100,19 @@ def report(stage: str, done: int, total: int | None = None, unit: str = "") -> N
     bar = _ACTIVE.get()
     if bar is not None:
         bar.update(stage, done, total, unit)
+
+
+_CHUNK = 16 << 20
+
+
+def read_all(fh: BinaryIO, total: int, stage: str) -> bytes:
+    """`fh.read()`, in 16 MiB chunks reported to the active bar as bytes read; one plain read when no bar is active."""
+    bar = _ACTIVE.get()
+    if bar is None or total <= _CHUNK:
+        return fh.read()
+    chunks, done = [], 0
+    while chunk := fh.read(_CHUNK):
+        chunks.append(chunk)
+        done += len(chunk)
+        bar.update(stage, done, total, "bytes")
+    return b"".join(chunks)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ntrace.errors import InputError, TraceFormatError
 from ntrace.limits import DECODE_FACTOR, available_memory, check_fits, size
+from ntrace.progress import read_all
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
@@ -55,8 +56,9 @@ def _read_regular(path: Path, factor: int) -> bytes:
         raise error
     try:
         with path.open("rb") as fh:
-            check_fits(path, os.fstat(fh.fileno()).st_size, factor=factor)
-            return fh.read()
+            total = os.fstat(fh.fileno()).st_size
+            check_fits(path, total, factor=factor)
+            return read_all(fh, total, f"reading {path.name}")
     except OSError as exc:
         raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
 
