@@ -25,15 +25,16 @@ from ntrace.errors import InputError
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-def _load_generator() -> Any:
-    spec = importlib.util.spec_from_file_location("make_bad_inputs", REPO / "scripts" / "make_bad_inputs.py")
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
+def _script(name: str) -> Any:
+    """Import scripts/<name>.py as a module."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = sys.modules[name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-GENERATOR = _load_generator()
+GENERATOR = _script("make_bad_inputs")
 CASE_NAMES = [c["name"] for c in GENERATOR.CASES]
 
 
@@ -232,3 +233,11 @@ def test_max_events_on_a_layout_it_cannot_cut_still_caps(tmp_path: Path) -> None
     path.write_text(json.dumps({"traceEvents": [{"name": f"op{i}", "ph": "X", "cat": "cpu_op", "ts": i, "dur": 1, "pid": 1, "tid": 1} for i in range(20)]}))
     got = decode_trace(path, max_events=7)
     assert got.events.height == 7 and got.warnings == [f"{path}: --max-events 7: analyzed the first 7 of 20 events"]
+
+
+def test_short_fuzz_run_finds_no_crash() -> None:
+    """A bounded run of scripts/fuzz.py (the full run is minutes long and not part of the suite)."""
+    fuzz = _script("fuzz")
+    stats = fuzz.Stats()
+    fuzz.fuzz(fuzz.default_seeds(), 30, stats, seed=1)
+    assert stats.tried >= 30 and stats.crashes == [], stats.crashes[:1]
