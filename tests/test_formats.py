@@ -142,3 +142,21 @@ def test_loading_reports_bytes_read_and_events_decoded(tmp_path: Path, monkeypat
     assert len(reads) == -(-size // 1024) and reads[-1] == ("reading trace.json", size, size, "bytes")
     assert [d for d, *_ in reads] == sorted(d for d, *_ in reads)
     assert ("decoded trace.json", 200, None, "events") in seen
+
+
+def test_shell_completion_as_documented() -> None:
+    import os
+    import subprocess
+    import sys
+
+    def complete(words: str, cword: int) -> list[str]:
+        env = {**os.environ, "COMP_WORDS": words, "COMP_CWORD": str(cword), "_NTRACE_COMPLETE": "bash_complete"}
+        code = "import sys; from ntrace.cli import main; sys.argv[0] = 'ntrace'; main(prog_name='ntrace')"
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60).stdout
+        return [line.split(",", 1)[1] for line in out.splitlines()]
+
+    assert {"report", "export"} <= set(complete("ntrace ", 1))
+    assert complete("ntrace analyze x --format ", 4) == ["table", "json", "csv", "markdown"]
+    env = {**os.environ, "_NTRACE_COMPLETE": "bash_source"}
+    script = subprocess.run([sys.executable, "-c", "from ntrace.cli import main; main(prog_name='ntrace')"], env=env, capture_output=True, text=True, timeout=60).stdout
+    assert "_ntrace_completion()" in script and "complete -o nosort -F _ntrace_completion ntrace" in script
