@@ -16,6 +16,7 @@ from ntrace.findings import profile_findings
 from ntrace.lanes import LANES, classify, lane_table
 from ntrace.neff import Neff, read_neff
 from ntrace.ops import device_name, op_table
+from ntrace.output import atomic_open
 from ntrace.perfetto import export_perfetto, perfetto_json
 from ntrace.profile import Profile, load
 from ntrace.render.html import write_report
@@ -35,6 +36,7 @@ __all__ = [
     "Session",
     "TraceFormatError",
     "analyze",
+    "atomic_open",
     "capture_info",
     "capture_study",
     "classify",
