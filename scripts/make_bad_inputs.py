@@ -360,6 +360,12 @@ def _(out: Path) -> str:
     return put(out, "html_error_page.pt.trace.json", b"<html><body>502 Bad Gateway</body></html>\n")
 
 
+@case("parquet_garbage", 2, "error", r"is not a readable Parquet file")
+def _(out: Path) -> str:
+    """A Neuron Explorer .parquet export that is not Parquet (magic bytes at both ends, garbage between): error."""
+    return put(out, "parquet_garbage.parquet", b"PAR1" + bytes(range(64)) + b"PAR1")
+
+
 # ---------------------------------------------------------------- directories, links, special files
 
 
