@@ -160,3 +160,47 @@ def test_shell_completion_as_documented() -> None:
     env = {**os.environ, "_NTRACE_COMPLETE": "bash_source"}
     script = subprocess.run([sys.executable, "-c", "from ntrace.cli import main; main(prog_name='ntrace')"], env=env, capture_output=True, text=True, timeout=60).stdout
     assert "_ntrace_completion()" in script and "complete -o nosort -F _ntrace_completion ntrace" in script
+
+
+RMSNORM = Path(__file__).resolve().parents[1] / "fixtures" / "rmsnorm"
+
+
+def _rows(*args: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(_cli(*args))))
+
+
+def test_compare_csv_and_markdown_match_json() -> None:
+    doc = json.loads(_cli("compare", str(RMSNORM), "--format", "json"))
+    rows = _rows("compare", str(RMSNORM), "--format", "csv")
+    assert [r["variant"] for r in rows] == [v["name"] for v in doc["variants"]] == ["naive", "fused", "compiled"]
+    for row, v in zip(rows, doc["variants"]):
+        assert float(row["device_time_us"]) == v["device_us"] and float(row["idle_us"]) == v["gap_us"]
+        assert int(row["op_calls"]) == v["device_op_calls"] and float(row["speedup"]) == pytest.approx(v["speedup"])
+    md = _cli("compare", str(RMSNORM), "--format", "markdown")
+    assert "| naive | 2.355ms | 124.200us | 6 | 245.660us | 1.00x |" in md  # the seed's naive row
+    assert "| fused | 403.300us |" in md and "| compiled | 375.500us |" in md
+
+
+def test_diff_csv_and_markdown_match_json() -> None:
+    base, test = str(RMSNORM / "naive"), str(RMSNORM / "fused")
+    doc = json.loads(_cli("diff", base, test, "--format", "json"))
+    rows = _rows("diff", base, test, "--format", "csv")
+    assert [r["name"] for r in rows] == [op["name"] for op in doc["ops"]]
+    for row, op in zip(rows, doc["ops"]):
+        assert row["status_device"] == op["status_device"]
+        assert (float(row["base_self_device_us"]) if row["base_self_device_us"] else None) == op["self_device_us"]["base"]
+    md = _cli("diff", base, test, "--format", "markdown")
+    assert md.startswith("**Device time** 2.355ms → 403.300us (-82.9%)")
+    assert "| aten::mul | removed | removed | 3 | - | 1.165ms |" in md
+
+
+def test_artifacts_csv_has_one_row_per_file() -> None:
+    root = RMSNORM.parent / "damaged"
+    doc = json.loads(_cli("artifacts", str(root), "--format", "json"))
+    rows = _rows("artifacts", str(root), "--format", "csv")
+    listed = {f["path"] for s in doc["sessions"] for kind in ("neff", "ntff", "pb") for f in s.get(kind, [])}
+    assert {r["file"] for r in rows} == listed and len(rows) == len(listed)
+    orphan = next(r for r in rows if r["file"].endswith("999999999999999_instid_0_vnc_0.ntff"))
+    assert orphan["note"] == next(u["reason"] for s in doc["sessions"] for u in s["unpaired"] if u["path"] == orphan["file"])
+    md = _cli("artifacts", str(root), "--format", "markdown")
+    assert md.startswith("### ") and "| neff_600000000000001_vnc_0.neff | neff | 1,624 |" in md

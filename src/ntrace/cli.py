@@ -43,6 +43,13 @@ def _renderer(fmt: str) -> Any:
     return {"table": text, "json": json, "csv": csv, "markdown": markdown}[fmt]
 
 
+def _by_format(fmt: str, text: Callable[..., str], json: Callable[..., str], name: str) -> Callable[..., str]:
+    """A command's renderer for `fmt`: its own text and JSON renderers, or `name` from the shared CSV/Markdown renderers."""
+    if fmt in ("table", "json"):
+        return text if fmt == "table" else json
+    return getattr(_renderer(fmt), name)
+
+
 def _warn(warnings: list[str]) -> None:
     """Warnings go to stderr too, so they are seen whatever the output format."""
     for w in warnings:
@@ -159,7 +166,7 @@ def export(path: Path, out: Path, quiet: bool) -> None:
 
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one row per file; markdown: one table per session.")
 @_fail_cleanly
 def artifacts(path: Path, fmt: str) -> None:
     """List a profile directory's sessions, decoded NEFF headers, NTFF and .pb files, NEFF↔NTFF pairs and unpaired files."""
@@ -170,7 +177,7 @@ def artifacts(path: Path, fmt: str) -> None:
     sessions = [s for s in find_sessions(path) if s.has_artifacts]
     if not sessions:
         raise InputError(path, "holds no Neuron profile artifacts (.neff, .ntff, .pb)")
-    click.echo(render_json(sessions) if fmt == "json" else render_text(sessions), nl=fmt == "json")
+    click.echo(_by_format(fmt, render_text, render_json, "render_artifacts")(sessions), nl=fmt == "json")
 
 
 @main.command()
@@ -218,7 +225,7 @@ def convert(path: Path, out: Path, jobs: int, plain: bool) -> None:
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--baseline", default=None, help="Variant (name or path) the speed-up is measured against; default: the first.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one row per variant; markdown: a table for pull requests.")
 @_fail_cleanly
 def compare(paths: tuple[Path, ...], baseline: str | None, fmt: str) -> None:
     """Compare variants side by side: device time, self CPU, device op calls, hardware idle, speed-up.
@@ -230,7 +237,7 @@ def compare(paths: tuple[Path, ...], baseline: str | None, fmt: str) -> None:
     from ntrace.render.compare import render_json, render_text
 
     frame = run(paths, baseline=baseline)
-    click.echo(render_json(frame) if fmt == "json" else render_text(frame), nl=fmt == "json")
+    click.echo(_by_format(fmt, render_text, render_json, "render_compare")(frame), nl=fmt == "json")
 
 
 @main.command()
@@ -238,7 +245,7 @@ def compare(paths: tuple[Path, ...], baseline: str | None, fmt: str) -> None:
 @click.argument("test", type=click.Path(path_type=Path))
 @click.option("--threshold", type=click.FloatRange(0), default=5.0, show_default=True, help="Percent change below which an op counts as unchanged.")
 @click.option("--fail-above", type=float, default=None, help="Exit 1 when total device time grows by more than this percent (a CI gate).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one row per op; markdown: tables for pull requests.")
 @_fail_cleanly
 def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt: str) -> None:
     """Diff TEST against BASE: per-op added/removed/slower/faster/unchanged, lane totals and gaps before and after."""
@@ -247,7 +254,7 @@ def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt
     from ntrace.render.units import fmt_time
 
     result = run(base, test, threshold=threshold)
-    click.echo(render_json(result) if fmt == "json" else render_text(result), nl=fmt == "json")
+    click.echo(_by_format(fmt, render_text, render_json, "render_diff")(result), nl=fmt == "json")
     if fail_above is not None and result.fails(fail_above):
         change = result.device_change_pct
         click.echo(

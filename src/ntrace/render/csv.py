@@ -1,11 +1,17 @@
-"""The CSV renderer: one flat table, one row per trace (µs floats, shares 0..1), for spreadsheets and scripts."""
+"""The CSV renderer: one flat table per command (µs floats, shares 0..1), for spreadsheets and scripts."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from ntrace.analysis import Analysis
-from ntrace.render.tables import summary_frame
+from ntrace.render.tables import artifact_files_frame, compare_frame, diff_ops_frame, summary_frame
+
+if TYPE_CHECKING:
+    from ntrace.artifacts import Session
+    from ntrace.diff import Diff
 
 
 def frame_csv(frame: pl.DataFrame) -> str:
@@ -19,3 +25,18 @@ def frame_csv(frame: pl.DataFrame) -> str:
 def render(analysis: Analysis) -> str:
     """The analysis as CSV: per trace its window, per-lane busy time and events, and both gap kinds' statistics."""
     return frame_csv(summary_frame(analysis))
+
+
+def render_compare(frame: pl.DataFrame) -> str:
+    """A variant comparison (ntrace.compare) as CSV: one row per variant."""
+    return frame_csv(compare_frame(frame))
+
+
+def render_diff(d: "Diff") -> str:
+    """A diff as CSV: one row per op (statuses, calls, self device/CPU before and after in µs, change in %)."""
+    return frame_csv(diff_ops_frame(d))
+
+
+def render_artifacts(sessions: list["Session"]) -> str:
+    """Artifact sessions as CSV: one row per NEFF, NTFF or .pb file."""
+    return frame_csv(artifact_files_frame(sessions))

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import polars as pl
 
 from ntrace.analysis import Analysis
 from ntrace.profile import Profile
-from ntrace.render.tables import cell, gaps_frame, header, lanes_frame, ops_frame, steps_frame, summary_frame, tracks_frame, variant_names
+from ntrace.render.tables import (
+    artifact_files_frame, cell, compare_frame, diff_gaps_frame, diff_lanes_frame, diff_ops_frame, gaps_frame, header, lanes_frame,
+    ops_frame, steps_frame, summary_frame, tracks_frame, variant_names,
+)
 from ntrace.render.units import fmt_time
+
+if TYPE_CHECKING:
+    from ntrace.artifacts import Session
+    from ntrace.diff import Diff
 
 _ESCAPES = str.maketrans({"|": "\\|", "\n": " ", "\r": " "})
 
@@ -52,4 +61,49 @@ def render(analysis: Analysis) -> str:
     warnings = analysis.all_warnings
     if warnings:
         parts += ["**Warnings**", "", *(f"- {w}".translate(_ESCAPES) for w in warnings), ""]
+    return "\n".join(parts)
+
+
+def render_compare(frame: pl.DataFrame) -> str:
+    """A variant comparison as a Markdown table, with what each column means."""
+    return "\n".join(
+        [
+            "**Variants** (speed-up: the baseline's device time over each variant's; self CPU and op calls: op rows that carry device time)",
+            "",
+            frame_table(compare_frame(frame).drop("path")),
+            "",
+        ]
+    )
+
+
+def render_diff(d: "Diff") -> str:
+    """A diff as Markdown: the device-time headline, then ops, lanes and gaps before and after."""
+    change = "-" if d.device_change_pct is None else f"{d.device_change_pct:+.1f}%"
+    return "\n".join(
+        [
+            f"**Device time** {fmt_time(d.base_device)} → {fmt_time(d.test_device)} ({change}); base `{d.base}`, test `{d.test}`, threshold {d.threshold:g}%".translate(_ESCAPES),
+            "",
+            "**Ops** (largest device time change first)",
+            "",
+            frame_table(diff_ops_frame(d)),
+            "",
+            "**Lanes**",
+            "",
+            frame_table(diff_lanes_frame(d)),
+            "",
+            "**Dispatch gaps**",
+            "",
+            frame_table(diff_gaps_frame(d)),
+            "",
+        ]
+    )
+
+
+def render_artifacts(sessions: list["Session"]) -> str:
+    """Artifact sessions as Markdown: one table of files per session."""
+    files = artifact_files_frame(sessions)
+    parts = []
+    for s in sessions:
+        mine = files.filter(pl.col("session") == str(s.dir)).drop("session").with_columns(pl.col("file").str.split("/").list.last())
+        parts += [f"### {s.dir}".translate(_ESCAPES), "", frame_table(mine), ""]
     return "\n".join(parts)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -10,6 +11,10 @@ from ntrace.analysis import Analysis
 from ntrace.lanes import LANES
 from ntrace.profile import Profile
 from ntrace.render.units import fmt_pct, fmt_time
+
+if TYPE_CHECKING:
+    from ntrace.artifacts import Session
+    from ntrace.diff import Diff
 
 _NS_TO_US = 1000.0
 
@@ -40,6 +45,12 @@ def cell(column: str, value: object) -> str:
         return fmt_time(value * 1000)
     if (column == "share" or column.endswith(("_share", "_pct"))) and isinstance(value, float):
         return fmt_pct(value)
+    if column.endswith("_change") and isinstance(value, float):
+        return f"{value:+.1f}%"
+    if column == "speedup" and isinstance(value, float):
+        return f"{value:.2f}x"
+    if isinstance(value, bool):
+        return "yes" if value else "NO"
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     if isinstance(value, float):
@@ -101,3 +112,55 @@ def summary_frame(analysis: Analysis) -> pl.DataFrame:
     """One row per profile (see summary_row), named relative to the analyzed path."""
     names = variant_names(analysis.profiles, analysis.root)
     return pl.DataFrame([summary_row(p, name) for p, name in zip(analysis.profiles, names)])
+
+
+def compare_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """A variant comparison (ntrace.compare) for display: device time, self CPU, op calls, hardware idle, speed-up."""
+    return frame.select(
+        variant="name", device_time_us=pl.col("device") / _NS_TO_US, self_cpu_us=pl.col("self_cpu") / _NS_TO_US, op_calls="device_op_calls",
+        idle_us=pl.col("gap") / _NS_TO_US, speedup="speedup", backend="device_name", traces="traces", path="path",
+    )
+
+
+def diff_ops_frame(d: "Diff") -> pl.DataFrame:
+    """A diff's per-op rows for display: statuses, calls, self device and self CPU before/after (µs) and their change (%)."""
+    times = ["base_self_device", "test_self_device", "base_self_cpu", "test_self_cpu"]
+    return d.ops.select(
+        (to_us(c)[0] if c in times else pl.col(c).alias(c.removesuffix("_pct")) if c.endswith("_change_pct") else pl.col(c)) for c in d.ops.columns
+    )
+
+
+def diff_lanes_frame(d: "Diff") -> pl.DataFrame:
+    """A diff's lane totals, base and test side by side (µs)."""
+    return d.lanes.select("lane", *to_us("base_total", "test_total", "base_busy", "test_busy"))
+
+
+def diff_gaps_frame(d: "Diff") -> pl.DataFrame:
+    """A diff's gap statistics as one row per gap kind: count, total, p50, max, base and test side by side."""
+    wide = d.gaps.pivot(on="stat", index="kind", values=["base", "test"])
+    cols = [pl.col(f"{side}_count") for side in ("base", "test")]
+    cols += [(pl.col(f"{side}_{stat}") / _NS_TO_US).alias(f"{side}_{stat}_us") for stat in ("total", "p50", "max") for side in ("base", "test")]
+    return wide.select("kind", *cols)
+
+
+def artifact_files_frame(sessions: list["Session"]) -> pl.DataFrame:
+    """Every NEFF, NTFF and .pb file of the sessions, one row each: kind, size, hash, validity, what it pairs with and why, any problem."""
+    frames = []
+    for s in sessions:
+        partners = pl.concat(
+            [s.pairs.select(path="neff", other="ntff", rule="rule"), s.pairs.select(path="ntff", other="neff", rule="rule")]
+        ).group_by("path").agg(paired_with=pl.col("other").str.split("/").list.last().str.join(", "), rule=pl.col("rule").unique().sort().str.join(", "))
+        files = pl.concat(
+            [
+                s.neffs.select("path", kind=pl.lit("neff"), size="size", hash="hash", valid="valid", note="problem"),
+                s.ntffs.select("path", kind=pl.lit("ntff"), size="size", hash="hash", valid=pl.lit(None, pl.Boolean), note=pl.lit(None, pl.String)),
+                s.pbs.select("path", kind=pl.format("pb ({})", "kind"), size="size", hash=pl.lit(None, pl.String), valid=pl.lit(None, pl.Boolean), note=pl.lit(None, pl.String)),
+            ],
+            how="vertical_relaxed",
+        )
+        frames.append(
+            files.join(partners, on="path", how="left")
+            .join(s.unpaired.select("path", reason="reason"), on="path", how="left")
+            .select(session=pl.lit(str(s.dir)), file="path", kind="kind", size="size", hash="hash", valid="valid", paired_with="paired_with", rule="rule", note=pl.coalesce("note", "reason"))
+        )
+    return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
