@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import polars as pl
 
-from ntrace.ops import device_attribution, device_name, host_anchors, launching_ops, op_events
+from ntrace.ops import device_attribution, device_name, host_anchors, launching_ops, op_name
 from ntrace.render.units import fmt_pct, fmt_time
 from ntrace.totals import track
 
@@ -56,7 +56,7 @@ def hotspots(profile: "Profile", top: int = 3) -> pl.DataFrame:
     hw_total = int(profile.complete.filter(pl.col("lane") == "hardware")["dur"].sum())
     if execs.is_empty() or not hw_total:
         return pl.DataFrame(schema=FINDING_SCHEMA)
-    ops = op_events(profile).select(op_idx="idx", op="name")
+    ops = profile.complete.select(op_idx="idx", op=op_name(pl.col("name").fill_null("")))
     named = execs.join(ops, on="op_idx").join(profile.complete.select(exec_idx="idx", name="name", ts="ts"), on="exec_idx")
     per_op = (
         named.rename({"exec_idx": "idx"})

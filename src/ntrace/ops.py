@@ -76,9 +76,22 @@ HIDDEN_NAMES: tuple[str, ...] = (
 )
 
 
+def op_name(name: pl.Expr) -> pl.Expr:
+    """The name torch's table shows for an event: every "ProfilerStep#N" becomes "ProfilerStep*"."""
+    return pl.when(name.str.starts_with("ProfilerStep#")).then(pl.lit("ProfilerStep*")).otherwise(name).alias("name")
+
+
 def _tree_events(profile: "Profile") -> pl.DataFrame:
     """The host events torch builds its op tree from: every host complete event except the names it hides."""
     return host_events(profile.complete).filter(~pl.col("name").fill_null("").is_in(HIDDEN_NAMES))
+
+
+def op_tree(profile: "Profile") -> pl.DataFrame:
+    """Nesting of the host events torch's tree is built from, plus op_idx: the innermost framework op around each (itself excluded)."""
+    host = _tree_events(profile)
+    nest = parents(host)
+    framework = host.select("idx", target=pl.col("lane") == "framework")
+    return nest.join(nearest_ancestor(nest, framework).rename({"anchor_idx": "op_idx"}), on="idx", how="left")
 
 
 def launching_ops(profile: "Profile", execs: pl.DataFrame) -> pl.DataFrame:
@@ -93,9 +106,7 @@ def launching_ops(profile: "Profile", execs: pl.DataFrame) -> pl.DataFrame:
 
 def host_anchors(profile: "Profile") -> pl.DataFrame:
     """For every host event: (idx, op_idx), the innermost framework op around it (itself excluded)."""
-    host = _tree_events(profile)
-    framework = host.select("idx", target=pl.col("lane") == "framework")
-    return nearest_ancestor(parents(host), framework).rename({"anchor_idx": "op_idx"})
+    return profile.nesting.select("idx", "op_idx")
 
 
 def device_attribution(profile: "Profile") -> pl.DataFrame:
@@ -112,7 +123,7 @@ def op_events(profile: "Profile") -> pl.DataFrame:
     self device time go to the parent. Names starting with "ProfilerStep#" become "ProfilerStep*".
     """
     host = _tree_events(profile)
-    nesting = parents(host)
+    nesting = profile.nesting
     own = device_attribution(profile).filter(pl.col("op_idx").is_not_null()).group_by("op_idx").agg(self_device=pl.col("dur").sum())
     own = own.rename({"op_idx": "idx"})
     events = (
@@ -150,7 +161,7 @@ def op_events(profile: "Profile") -> pl.DataFrame:
         .join(moved, on="idx")
         .select(
             "idx",
-            pl.when(pl.col("name").str.starts_with("ProfilerStep#")).then(pl.lit("ProfilerStep*")).otherwise(pl.col("name")).alias("name"),
+            op_name(pl.col("name")),
             "input_dims",
             "pid",
             "tid",
@@ -206,7 +217,8 @@ def op_table(profile: "Profile", group_by_shape: bool = False, sort_by: str = "s
 
 def totals(profile: "Profile") -> tuple[int, int]:
     """(self CPU time total, self device time total) in ns over every op, the footer of torch's table (top-N views included)."""
-    self_cpu = int(op_events(profile)["self_cpu"].sum())
+    roots = profile.nesting.filter(pl.col("parent_idx").is_null()).select("idx")
+    self_cpu = int(roots.join(profile.complete.select("idx", "dur"), on="idx")["dur"].sum())  # self times of a tree add up to its roots
     return self_cpu, int(profile.complete.filter(pl.col("lane") == "hardware")["dur"].sum())
 
 

@@ -100,6 +100,13 @@ class Profile:
         return step_totals(self.complete)
 
     @cached_property
+    def nesting(self) -> pl.DataFrame:
+        """Per host event torch's op tree is built from: idx, parent_idx, depth, open_pos, close_pos, op_idx (innermost framework op around it)."""
+        from ntrace.ops import op_tree
+
+        return op_tree(self)
+
+    @cached_property
     def ops(self) -> pl.DataFrame:
         """The per-op table of torch's key_averages() (ns), sorted by self CPU; see ntrace.ops.op_table for other views."""
         from ntrace.ops import op_table
