@@ -121,6 +121,12 @@ def test_dom_has_timeline_charts_and_three_variants(rendered: dict) -> None:
     compare = dom[dom.index('id="compare"') : dom.index("</table>", dom.index('id="compare"'))]
     for variant, device_time in (("naive", "2.355ms"), ("fused", "403.300us"), ("compiled", "375.500us")):
         assert f"<td>{variant}</td>" in compare and device_time in compare  # the seed's device times
+    # the same numbers as `ntrace compare` (self CPU of device ops, op calls, speed-up)
+    doc = json.loads(CliRunner().invoke(main, ["compare", str(RMSNORM), "--format", "json"]).stdout)
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", compare)
+    for v in doc["variants"]:
+        row = cells[cells.index(v["name"]) : cells.index(v["name"]) + 6]
+        assert row[2:6] == [f"{v['self_cpu_us']:.3f}us", str(v["device_op_calls"]), f"{v['gap_us']:.3f}us", f"{v['speedup']:.2f}x"], row
     assert "Artifacts" in dom and "Operators" in dom
 
 

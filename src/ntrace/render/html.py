@@ -24,7 +24,7 @@ from ntrace.errors import NtraceError
 from ntrace.lanes import LANES
 from ntrace.profile import Profile
 from ntrace.render.html_assets import CSS, JS
-from ntrace.render.tables import cell, gaps_frame, header, lanes_frame, ops_frame, summary_frame, tracks_frame, variant_names
+from ntrace.render.tables import cell, compare_frame, gaps_frame, header, lanes_frame, ops_frame, tracks_frame, variant_names
 from ntrace.render.units import fmt_time
 from ntrace.totals import track
 
@@ -233,19 +233,41 @@ def _artifacts(analysis: Analysis) -> str:
     return f'<h2 id="artifacts">Artifacts</h2><p class="note">NEFF/NTFF/.pb files beside the traces; see <code>ntrace artifacts</code> for every file.</p>{html_table(frame, "artifacts")}'
 
 
+def variant_table(analysis: Analysis, names: list[str]) -> pl.DataFrame:
+    """The seed's comparison (ntrace.compare's columns) from the already-loaded profiles: one row per variant, slowest first.
+
+    Variants are the entries directly under the analyzed directory when there are several (named
+    from capture.json where there is one), else the traces themselves.
+    """
+    from ntrace.compare import COMPARE_SCHEMA, variant_name, variant_row
+
+    root = analysis.root
+    groups: dict[Path, list[Profile]] = {}
+    if root.is_dir():
+        for p in analysis.profiles:
+            groups.setdefault(root / p.path.relative_to(root).parts[0], []).append(p)
+    if len(groups) > 1:
+        rows = [variant_row(variant_name(path), path, profiles) for path, profiles in groups.items()]
+    else:
+        rows = [variant_row(name, p.path, [p]) for name, p in zip(names, analysis.profiles)]
+    rows.sort(key=lambda r: (-int(r["device"]), str(r["name"])))  # type: ignore[call-overload]
+    frame = pl.DataFrame(rows, schema={k: v for k, v in COMPARE_SCHEMA.items() if k != "speedup"})
+    base = frame["device"][0]
+    return frame.with_columns(speedup=pl.when(pl.col("device") > 0).then(pl.lit(float(base)) / pl.col("device")))
+
+
 def _comparison(analysis: Analysis, names: list[str]) -> str:
-    """The variants side by side: a table of the headline numbers and a bar chart of hardware busy and idle."""
-    summary = summary_frame(analysis)
-    keep = ["trace", "window_us", "hardware_busy_us", "hardware_idle_count", "hardware_idle_total_us", "framework_busy_us", "launch_delay_p50_us"]
+    """The variants side by side: the seed's table (device time, self CPU, op calls, idle, speed-up) and a bar chart of the same."""
+    frame = variant_table(analysis, names)
     labels, values, classes = [], [], []
-    for name, p in zip(names, analysis.profiles):
-        lanes = dict(p.lanes.select("lane", "busy").iter_rows())
-        idle = int(p.hardware_idle["gap"].sum() or 0)
-        labels += [f"{name} · hardware busy", f"{name} · hardware idle", f"{name} · framework busy"]
-        values += [lanes["hardware"], idle, lanes["framework"]]
+    for r in frame.iter_rows(named=True):
+        labels += [f"{r['name']} · device time", f"{r['name']} · hardware idle", f"{r['name']} · self CPU"]
+        values += [r["device"], r["gap"], r["self_cpu"]]
         classes += ["hw", "idle", "fwb"]
-    chart = bar_chart(labels, values, classes, "Per variant: device time, dispatch gaps, framework time")
-    return f'<h2 id="compare">Comparison of {len(names)} variants</h2><div class="side"><div>{html_table(summary.select(keep), "compare")}</div><div>{chart}</div></div>'
+    chart = bar_chart(labels, values, classes, "Per variant: device time, dispatch gaps, self CPU of device ops")
+    table = html_table(compare_frame(frame).drop("path"), "compare")
+    note = '<p class="note">speed-up: device time of the slowest variant over each one\'s; self CPU and op calls: op rows that carry device time</p>'
+    return f'<h2 id="compare">Comparison of {frame.height} variants</h2><div class="side"><div>{table}{note}</div><div>{chart}</div></div>'
 
 
 def profile_section(profile: Profile, name: str, span: int, uid: str) -> str:
