@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -60,17 +61,17 @@ def analyze(
         return Analysis(root, [profile], warnings=artifact_warnings(sessions))
     n = len(traces)
     if jobs > 1 and n > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, n)) as pool:
+        with ProcessPoolExecutor(max_workers=min(jobs, n), mp_context=get_context("spawn")) as pool:  # fork can deadlock Polars' threads
             results = list(pool.map(_load_one, traces, [fast] * n, [lanes] * n, [max_events] * n))
     else:
         results = [_load_one(t, fast, lanes, max_events) for t in traces]
     by_dir = {s.dir: s for s in sessions}
     analysis = Analysis(root, warnings=notes)
-    for result in results:
+    for trace, result in zip(traces, results):
         if isinstance(result, NtraceError):
             analysis.warnings.append(f"skipped {result}")
         else:
-            result.artifacts = by_dir.get(session_dir(result.path))
+            result.artifacts = by_dir.get(session_dir(trace))  # the file read: a Parquet cache names its source trace in .path
             analysis.profiles.append(result)
     loaded = {p.artifacts.dir for p in analysis.profiles if p.artifacts}
     analysis.artifacts = [s for s in sessions if s.has_artifacts and s.dir not in loaded]

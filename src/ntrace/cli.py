@@ -210,7 +210,7 @@ def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: int) -> 
 def convert(path: Path, out: Path, jobs: int, plain: bool) -> None:
     """Decode and lane-classify every JSON trace under PATH once, as Parquet that `ntrace analyze`, Polars, DuckDB or Spark read directly."""
     from ntrace.errors import InputError
-    from ntrace.parquet import convert as run
+    from ntrace.parquet import convert_to_parquet as run
 
     done = run(path, out, jobs=jobs, fast=not plain)
     for row in done.iter_rows(named=True):

@@ -6,7 +6,8 @@ fixed schema, so only the fields ntrace needs are materialized and no per-event 
 exist. Every value that feeds an integer key is read as text and parsed by the shared column
 builder, so this path yields exactly the columns of the typed and plain decoders. Polars rejects
 values it cannot read with the schema (a `ts` given as text, say); the caller then falls back to
-the typed decoder.
+the typed decoder. One difference is left: a pid/tid written as a float (which no profiler
+does) reads as Polars prints it (`1`), where the plain decoder keeps Python's text (`1.0`).
 """
 
 from __future__ import annotations

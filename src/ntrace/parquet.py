@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Mapping
 
@@ -92,7 +93,7 @@ def _convert_one(trace: Path, out: Path, fast: bool) -> str | None:
     return None
 
 
-def convert(path: str | Path, out_dir: str | Path, *, jobs: int = 1, fast: bool = True) -> pl.DataFrame:
+def convert_to_parquet(path: str | Path, out_dir: str | Path, *, jobs: int = 1, fast: bool = True) -> pl.DataFrame:
     """Convert every JSON trace at or under `path` into `out_dir`; one row per trace: (trace, parquet, error or null)."""
     root, out_dir = Path(path), Path(out_dir)
     traces = [t for t in find_traces(root) if not t.name.endswith(".parquet")]
@@ -102,7 +103,7 @@ def convert(path: str | Path, out_dir: str | Path, *, jobs: int = 1, fast: bool 
     outs = [out_dir / parquet_name(t, base) for t in traces]
     fasts = [fast] * len(traces)
     if jobs > 1 and len(traces) > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(traces))) as pool:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(traces)), mp_context=get_context("spawn")) as pool:  # fork can deadlock Polars' threads
             errors = list(pool.map(_convert_one, traces, outs, fasts))
     else:
         errors = list(map(_convert_one, traces, outs, fasts))

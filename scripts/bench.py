@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Benchmark `ntrace analyze` against the bare orjson floor and HolisticTraceAnalysis, as whole processes, interleaved.
+
+Every figure is a ratio against the floor measured in the same run: a bare Python process that
+reads the file (gunzipping it when gzip) and `orjson.loads` it. Each tool runs as its own
+process, rounds interleaved (floor, ntrace, Parquet re-analysis, HTA, floor, …); medians are
+reported with peak RSS from the OS (`os.wait4`'s rusage of that child alone).
+
+    scripts/bench.py TRACE [TRACE…]              # real traces
+    scripts/bench.py --events 330000             # a synthetic trace (scripts/synth_trace.py) under --workdir
+    scripts/bench.py --events 100000 --scaling   # 1x, 2x, 4x, 8x events: time and RSS growth per doubling
+    scripts/bench.py --events 100000 --ranks 4   # a 4-rank directory: --jobs 1 vs --jobs 2
+    HTA_PYTHON=/tmp/hta-venv/bin/python scripts/bench.py …   # or --hta-python: adds HolisticTraceAnalysis
+
+HTA is never a dependency of ntrace: it runs from its own interpreter when one is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+FLOOR = (
+    "import gzip, sys, orjson\n"
+    "data = open(sys.argv[1], 'rb').read()\n"
+    "orjson.loads(gzip.decompress(data) if data[:2] == b'\\x1f\\x8b' else data)\n"
+)
+
+HTA = (
+    "import logging, sys\n"
+    "logging.disable(logging.CRITICAL)\n"
+    "from hta.trace_analysis import TraceAnalysis\n"
+    "TraceAnalysis(trace_dir=sys.argv[1]).get_temporal_breakdown(visualize=False)\n"
+)
+
+
+@dataclass
+class Run:
+    """One process run: wall seconds and peak RSS in MiB."""
+
+    seconds: float
+    rss_mib: float
+
+
+def run(cmd: list[str]) -> Run:
+    """Run `cmd` to completion with output discarded; its wall time and its own peak RSS."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err[-2000:]}")
+    return Run(seconds, usage.ru_maxrss / 1024)
+
+
+def json_size(path: Path) -> int:
+    """Uncompressed JSON bytes of a trace."""
+    if path.suffix == ".gz":
+        with gzip.open(path, "rb") as fh:
+            return sum(len(b) for b in iter(lambda: fh.read(1 << 24), b""))
+    return path.stat().st_size
+
+
+def synth(events: int, workdir: Path, name: str | None = None) -> Path:
+    """A synthetic trace of `events` events (reused when already written)."""
+    out = workdir / (name or f"synth_{events}.json")
+    if not out.exists():
+        subprocess.run([PY, str(ROOT / "scripts" / "synth_trace.py"), str(out), "--events", str(events)], check=True)
+    return out
+
+
+def ntrace(*args: str) -> list[str]:
+    return [PY, "-m", "ntrace", *args]
+
+
+def medians(samples: dict[str, list[Run]]) -> dict[str, Run]:
+    return {k: Run(statistics.median(r.seconds for r in v), max(r.rss_mib for r in v)) for k, v in samples.items() if v}
+
+
+def bench_trace(trace: Path, workdir: Path, repeat: int, hta_python: str | None) -> dict[str, Run]:
+    """Floor, ntrace (fast and plain), Parquet re-analysis and HTA on one trace, `repeat` interleaved rounds."""
+    cache = workdir / "parquet" / trace.name
+    subprocess.run(ntrace("convert", str(trace), "-o", str(cache)), check=True, stdout=subprocess.DEVNULL)
+    parquet = next(cache.rglob("*.parquet"))
+    hta_dir = workdir / "hta" / trace.name
+    if hta_python:
+        hta_dir.mkdir(parents=True, exist_ok=True)
+        link = hta_dir / trace.name
+        if not link.exists():
+            link.symlink_to(trace.resolve())
+    cmds = {
+        "floor (orjson.loads)": [PY, "-c", FLOOR, str(trace)],
+        "ntrace analyze": ntrace("analyze", "--format", "json", "-q", str(trace)),
+        "ntrace analyze --plain": ntrace("analyze", "--format", "json", "-q", "--plain", str(trace)),
+        "ntrace analyze (Parquet)": ntrace("analyze", "--format", "json", "-q", str(parquet)),
+    }
+    if hta_python:
+        cmds["HTA load + temporal breakdown"] = [hta_python, "-c", HTA, str(hta_dir)]
+    samples: dict[str, list[Run]] = {k: [] for k in cmds}
+    for _ in range(repeat):
+        for name, cmd in cmds.items():
+            samples[name].append(run(cmd))
+    return medians(samples)
+
+
+def report_trace(trace: Path, result: dict[str, Run]) -> None:
+    size = json_size(trace) / 2**20
+    floor = result["floor (orjson.loads)"]
+    print(f"\n{trace} — {size:.1f} MiB JSON")
+    print(f"{'process':34s} {'median s':>9s} {'÷ floor':>8s} {'peak MiB':>9s} {'RSS ÷ JSON':>10s}")
+    for name, r in result.items():
+        print(f"{name:34s} {r.seconds:9.2f} {r.seconds / floor.seconds:8.2f} {r.rss_mib:9.0f} {r.rss_mib / size:10.2f}")
+    fast = result["ntrace analyze"]
+    print(f"Parquet re-analysis speedup over JSON: {fast.seconds / result['ntrace analyze (Parquet)'].seconds:.1f}x")
+    if "HTA load + temporal breakdown" in result:
+        print(f"ntrace speedup over HTA: {result['HTA load + temporal breakdown'].seconds / fast.seconds:.1f}x")
+
+
+def bench_scaling(events: int, workdir: Path, repeat: int) -> None:
+    """ntrace and the floor at 1x, 2x, 4x, 8x events; the growth factor of each doubling."""
+    print(f"\nScaling from {events} events (median of {repeat})")
+    print(f"{'events':>9s} {'MiB':>7s} {'floor s':>8s} {'ntrace s':>9s} {'÷ floor':>8s} {'growth':>7s} {'peak MiB':>9s} {'RSS ÷ JSON':>10s}")
+    previous = None
+    for factor in (1, 2, 4, 8):
+        trace = synth(events * factor, workdir)
+        floor, ours = [], []
+        for _ in range(repeat):
+            floor.append(run([PY, "-c", FLOOR, str(trace)]))
+            ours.append(run(ntrace("analyze", "--format", "json", "-q", str(trace))))
+        f, o = medians({"f": floor, "o": ours}).values()
+        size = trace.stat().st_size / 2**20
+        growth = f"{o.seconds / previous:.2f}x" if previous else "-"
+        print(f"{events * factor:9d} {size:7.1f} {f.seconds:8.2f} {o.seconds:9.2f} {o.seconds / f.seconds:8.2f} {growth:>7s} {o.rss_mib:9.0f} {o.rss_mib / size:10.2f}")
+        previous = o.seconds
+
+
+def bench_ranks(events: int, ranks: int, workdir: Path, repeat: int) -> None:
+    """A directory of `ranks` traces analyzed with --jobs 1 and --jobs N (N = cores, at most ranks)."""
+    folder = workdir / f"ranks_{ranks}x{events}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for rank in range(ranks):
+        synth(events, folder, f"rank_{rank}.pt.trace.json")
+    jobs = min(ranks, os.cpu_count() or 1)
+    samples: dict[str, list[Run]] = {"--jobs 1": [], f"--jobs {jobs}": []}
+    for _ in range(repeat):
+        for name in samples:
+            samples[name].append(run(ntrace("analyze", "--format", "json", "-q", *name.split(), str(folder))))
+    result = medians(samples)
+    one, many = result["--jobs 1"].seconds, result[f"--jobs {jobs}"].seconds
+    print(f"\n{ranks} traces of {events} events: --jobs 1 {one:.2f} s, --jobs {jobs} {many:.2f} s ({one / many:.2f}x faster)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("traces", nargs="*", type=Path, help="real trace files to benchmark")
+    parser.add_argument("--events", type=int, help="also benchmark a synthetic trace of this many events")
+    parser.add_argument("--scaling", action="store_true", help="with --events: run the 1x/2x/4x/8x scaling series")
+    parser.add_argument("--ranks", type=int, default=0, help="with --events: time a directory of this many traces, --jobs 1 vs --jobs N")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds per measurement (median reported)")
+    parser.add_argument("--hta-python", default=os.environ.get("HTA_PYTHON"), help="python of a venv with holistictraceanalysis installed")
+    parser.add_argument("--workdir", type=Path, help="where synthetic traces and caches go (default: a temporary directory)")
+    args = parser.parse_args(argv)
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ntrace-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, workdir {workdir}")
+    try:
+        traces = list(args.traces)
+        if args.events and not args.scaling and not args.ranks:
+            traces.append(synth(args.events, workdir))
+        for trace in traces:
+            report_trace(trace, bench_trace(trace, workdir, args.repeat, args.hta_python))
+        if args.events and args.scaling:
+            bench_scaling(args.events, workdir, args.repeat)
+        if args.events and args.ranks:
+            bench_ranks(args.events, args.ranks, workdir, args.repeat)
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
