@@ -16,6 +16,7 @@ from ntrace.findings import profile_findings
 from ntrace.lanes import LANES, classify, lane_table
 from ntrace.neff import Neff, read_neff
 from ntrace.ops import device_name, op_table
+from ntrace.parquet import convert_to_parquet, read_parquet, write_parquet
 from ntrace.output import atomic_open
 from ntrace.perfetto import export_perfetto, perfetto_json
 from ntrace.profile import Profile, load
@@ -41,6 +42,7 @@ __all__ = [
     "capture_study",
     "classify",
     "compare_variants",
+    "convert_to_parquet",
     "decode_trace",
     "device_name",
     "diff_profiles",
@@ -54,5 +56,7 @@ __all__ = [
     "perfetto_json",
     "profile_findings",
     "read_neff",
+    "read_parquet",
+    "write_parquet",
     "write_report",
 ]
