@@ -110,9 +110,12 @@ def read_all(fh: BinaryIO, total: int, stage: str) -> bytes:
     bar = _ACTIVE.get()
     if bar is None or total <= _CHUNK:
         return fh.read()
-    chunks, done = [], 0
-    while chunk := fh.read(_CHUNK):
-        chunks.append(chunk)
-        done += len(chunk)
-        bar.update(stage, done, total, "bytes")
-    return b"".join(chunks)
+    buffer = bytearray(total)  # filled in place: joining chunks would hold the file twice
+    done = 0
+    with memoryview(buffer) as view:
+        while done < total and (n := fh.readinto(view[done : done + _CHUNK])):
+            done += n
+            bar.update(stage, done, total, "bytes")
+    del buffer[done:]  # the file shrank while being read
+    buffer += fh.read()  # or grew
+    return buffer  # type: ignore[return-value]  # a bytearray: every consumer takes any bytes-like buffer

@@ -28,7 +28,7 @@ def read_json(path: Path, warnings: list[str], *, factor: int = DECODE_FACTOR) -
     raw = _gunzip(compressed, path, warnings, factor) if compressed[:2] == _GZIP_MAGIC else compressed
     if raw.startswith(_BOM):
         raw = raw[len(_BOM) :]
-    if not raw.strip():
+    if not raw or raw.isspace():  # not raw.strip(): that copies the whole file
         raise TraceFormatError(path, "is empty: no trace events (was the profiler stopped before it wrote?)")
     return raw
 
