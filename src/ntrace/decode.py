@@ -149,6 +149,8 @@ def _decode(path: Path, fast: bool, max_events: int | None, warnings: list[str])
         except orjson.JSONDecodeError:
             plain = repair_json(raw, path, warnings)
         cols, meta = _plain_columns(plain, path, warnings)
+        del plain
+    del raw  # the columns hold what is needed: free the JSON text before the frame is built
     if not meta.get("has_traceEvents", True):
         raise TraceFormatError(path, "has no traceEvents array: not a Chrome/Kineto trace")
     n = len(cols["ph"])
