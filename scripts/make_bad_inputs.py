@@ -395,6 +395,15 @@ def _(out: Path) -> str:
     return "one_broken_among_many"
 
 
+@case("one_broken_among_many_parallel", 0, "warning", r"skipped .*rank1.*is empty", args=("analyze", "{path}", "--jobs", "2"))
+def _(out: Path) -> str:
+    """The same with --jobs 2: the error crosses the process boundary (it must pickle) and becomes the same warning."""
+    put(out, "one_broken_among_many_parallel/rank0.pt.trace.json", SOUND)
+    put(out, "one_broken_among_many_parallel/rank1.pt.trace.json", b"")
+    put(out, "one_broken_among_many_parallel/rank2.pt.trace.json.gz", gz(SOUND))
+    return "one_broken_among_many_parallel"
+
+
 @case("all_broken", 2, "error", r"none of its 2 trace files could be analyzed")
 def _(out: Path) -> str:
     """A directory whose every trace is broken: error saying so, naming the first problem."""

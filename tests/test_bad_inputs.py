@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from conftest import REPO, write_trace, x
 from ntrace import analyze, decode_trace
 from ntrace.cli import main
-from ntrace.errors import InputError
+from ntrace.errors import ArtifactError, CaptureError, InputError, NtraceError, OutputError, TraceFormatError
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -114,7 +114,7 @@ def test_case_gives_expected_outcome_and_changes_nothing(name: str, corpus: tupl
     assert snapshot(out) == before, f"case {name} changed the input directory"
 
 
-SUBPROCESS_CASES = ["sound_trace", "truncated_mid_event", "corrupt_gzip", "nan_infinity_literals", "fifo_as_trace", "gzip_bomb", "one_broken_among_many", "deeply_nested"]
+SUBPROCESS_CASES = ["sound_trace", "truncated_mid_event", "corrupt_gzip", "nan_infinity_literals", "fifo_as_trace", "gzip_bomb", "one_broken_among_many", "one_broken_among_many_parallel", "deeply_nested"]
 
 
 @pytest.mark.parametrize("name", SUBPROCESS_CASES)
@@ -241,3 +241,12 @@ def test_short_fuzz_run_finds_no_crash() -> None:
     stats = fuzz.Stats()
     fuzz.fuzz(fuzz.default_seeds(), 30, stats, seed=1)
     assert stats.tried >= 30 and stats.crashes == [], stats.crashes[:1]
+
+
+@pytest.mark.parametrize("cls", [NtraceError, InputError, TraceFormatError, ArtifactError, CaptureError, OutputError])
+def test_errors_survive_pickling(cls: type[NtraceError]) -> None:
+    """analyze --jobs sends a worker's error back to the parent: it must pickle with its path and problem."""
+    import pickle
+
+    back = pickle.loads(pickle.dumps(cls("t.json", "is broken")))
+    assert type(back) is cls and back.path == "t.json" and back.problem == "is broken" and str(back) == "t.json: is broken"

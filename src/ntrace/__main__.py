@@ -2,4 +2,5 @@
 
 from ntrace.cli import main
 
-main()
+if __name__ == "__main__":  # spawned worker processes (analyze --jobs) import this module again: they must not rerun the CLI
+    main()

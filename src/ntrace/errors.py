@@ -13,6 +13,10 @@ class NtraceError(Exception):
         self.problem = problem
         super().__init__(f"{self.path}: {problem}" if self.path else problem)
 
+    def __reduce__(self) -> tuple[type, tuple[str | None, str]]:
+        """Pickle as (class, (path, problem)), so errors cross process boundaries (analyze --jobs)."""
+        return self.__class__, (self.path, self.problem)
+
 
 class InputError(NtraceError):
     """The input path is missing, unreadable, or holds nothing ntrace can analyze."""
