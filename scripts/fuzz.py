@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fuzz the analyzer with hypothesis over mutated real traces and fixtures: any exception other than NtraceError is a crash.
 
-    .venv/bin/python scripts/fuzz.py [--seconds 300] [--out fuzz_crashes] [SEED_FILE ...]
+    .venv/bin/python scripts/fuzz.py [--seconds 300] [--seed 0] [--out fuzz_crashes] [SEED_FILE ...]
 
 Seeds default to the real public traces in ../shared/traces (each cut to its first 400 events,
 so one run is fast) and the synthetic fixtures' trace.json files. Each input is a seed mutated
@@ -197,6 +197,7 @@ def main_cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("seeds", nargs="*", type=Path, help="seed trace files (default: ../shared/traces and fixtures)")
     parser.add_argument("--seconds", type=float, default=300, help="keep fuzzing for this long (default 300)")
+    parser.add_argument("--seed", type=int, default=0, help="first hypothesis seed; batch i uses seed + i (default 0)")
     parser.add_argument("--out", type=Path, default=Path("fuzz_crashes"), help="where minimal crashing inputs are written")
     args = parser.parse_args()
     seeds = [_cut(json.loads(gzip.decompress(b) if b[:2] == b"\x1f\x8b" else b)) for b in (p.read_bytes() for p in args.seeds)] or default_seeds()
@@ -204,7 +205,7 @@ def main_cli() -> None:
     start = time.monotonic()
     batch = 0
     while time.monotonic() - start < args.seconds:
-        fuzz(seeds, 200, stats, seed=batch)
+        fuzz(seeds, 200, stats, seed=args.seed + batch)
         batch += 1
         print(f"{time.monotonic() - start:7.1f}s  tried {stats.tried}  refused {stats.refused}  crashes {len(stats.crashes)}", flush=True)
     if stats.crashes:
