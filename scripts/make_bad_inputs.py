@@ -404,6 +404,20 @@ def _(out: Path) -> str:
     return "one_broken_among_many_parallel"
 
 
+@case("control_characters_in_names", 0, "warning", r"skipped .*bad\\nname\\x1b\[31m\.pt\.trace\.json: is empty")
+def _(out: Path) -> str:
+    """A broken trace whose file name holds a newline and a terminal escape: its warning stays one line, the escape inert."""
+    put(out, "control_characters_in_names/trace.json", SOUND)
+    put(out, "control_characters_in_names/bad\nname\x1b[31m.pt.trace.json", b"")
+    return "control_characters_in_names"
+
+
+@case("control_characters_in_path", 2, "error", r"is empty")
+def _(out: Path) -> str:
+    """The same file given directly: a one-line error."""
+    return put(out, "control\nchars.pt.trace.json", b"")
+
+
 @case("all_broken", 2, "error", r"none of its 2 trace files could be analyzed")
 def _(out: Path) -> str:
     """A directory whose every trace is broken: error saying so, naming the first problem."""

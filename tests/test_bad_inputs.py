@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from conftest import REPO, write_trace, x
 from ntrace import analyze, decode_trace
 from ntrace.cli import main
-from ntrace.errors import ArtifactError, CaptureError, InputError, NtraceError, OutputError, TraceFormatError
+from ntrace.errors import ArtifactError, CaptureError, InputError, NtraceError, OutputError, TraceFormatError, one_line
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -74,7 +74,7 @@ def check_outcome(spec: dict[str, Any], exit_code: int, stdout: str, stderr: str
         assert stderr == "", where
     elif spec["outcome"] == "error":
         assert len(lines) == 1, where
-        assert lines[0].startswith(f"error: {path}:"), where
+        assert lines[0].startswith(f"error: {one_line(str(path))}:"), where
         assert pattern is not None and pattern.search(lines[0]), where
         assert stdout == "", where
     elif spec["outcome"] == "warning":

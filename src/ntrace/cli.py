@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import click
 
-from ntrace.errors import NtraceError
+from ntrace.errors import NtraceError, one_line
 from ntrace.ops import SORT_KEYS, set_view
 
 
@@ -53,7 +53,7 @@ def _by_format(fmt: str, text: Callable[..., str], json: Callable[..., str], nam
 def _warn(warnings: list[str]) -> None:
     """Warnings go to stderr too, so they are seen whatever the output format."""
     for w in warnings:
-        click.echo(f"warning: {w}", err=True)
+        click.echo(f"warning: {one_line(w)}", err=True)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -5,13 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def one_line(text: str) -> str:
+    """`text` with control characters (a newline in a file name, say) written as escapes, so a message stays one line."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class NtraceError(Exception):
     """Base of every error ntrace raises on purpose; `str()` is the one-line message the CLI prints."""
 
     def __init__(self, path: str | Path | None, problem: str) -> None:
         self.path = str(path) if path is not None else None
         self.problem = problem
-        super().__init__(f"{self.path}: {problem}" if self.path else problem)
+        super().__init__(one_line(f"{self.path}: {problem}" if self.path else problem))
 
     def __reduce__(self) -> tuple[type, tuple[str | None, str]]:
         """Pickle as (class, (path, problem)), so errors cross process boundaries (analyze --jobs)."""
