@@ -250,3 +250,33 @@ def test_errors_survive_pickling(cls: type[NtraceError]) -> None:
 
     back = pickle.loads(pickle.dumps(cls("t.json", "is broken")))
     assert type(back) is cls and back.path == "t.json" and back.problem == "is broken" and str(back) == "t.json: is broken"
+
+
+OTHER_COMMANDS = {
+    "export": lambda p, out: ["export", p, "--perfetto", str(out / "p.json"), "-q"],
+    "report": lambda p, out: ["report", p, "-o", str(out / "r.html"), "-q"],
+    "diff": lambda p, out: ["diff", p, p],
+    "compare": lambda p, out: ["compare", p],
+    "convert": lambda p, out: ["convert", p, "-o", str(out / "parquet")],
+    "artifacts": lambda p, out: ["artifacts", p],
+}
+
+
+@pytest.mark.parametrize("command", sorted(OTHER_COMMANDS))
+def test_every_command_survives_every_case(command: str, corpus: tuple[Path, dict[str, dict[str, Any]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not only analyze: each command on each bad input ends with 0, 1 or 2, errors in one line, no traceback, input unchanged."""
+    out, cases = corpus
+    before = snapshot(out)
+    for spec in cases.values():
+        with monkeypatch.context() as m:
+            for key, value in spec["env"].items():
+                m.setenv(key, value)
+            result = CliRunner().invoke(main, OTHER_COMMANDS[command](str(out / spec["path"]), tmp_path))
+        where = f"{command} on {spec['name']}: exit {result.exit_code}\n{result.stderr[-1000:]}"
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise AssertionError(where) from result.exception
+        assert "Traceback" not in result.output and result.exit_code in (0, 1, 2), where
+        lines = result.stderr.splitlines()
+        assert all(line.startswith(("error: ", "warning: ")) for line in lines), where
+        assert (result.exit_code == 2) == (sum(line.startswith("error: ") for line in lines) == 1), where
+    assert snapshot(out) == before

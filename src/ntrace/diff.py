@@ -15,6 +15,7 @@ import polars as pl
 
 from ntrace import gaps as gapmod
 from ntrace.analysis import analyze
+from ntrace.errors import InputError
 from ntrace.ops import op_table
 from ntrace.profile import Profile
 
@@ -112,6 +113,9 @@ def _gap_stats(profiles: list[Profile]) -> pl.DataFrame:
 def diff_profiles(base: str | Path, test: str | Path, threshold: float = 5.0) -> Diff:
     """Compare TEST against BASE (each a trace or a directory of traces) with a change threshold in percent."""
     b, t = analyze(base).profiles, analyze(test).profiles
+    for path, profiles in ((base, b), (test, t)):
+        if not profiles:
+            raise InputError(path, "holds no framework trace to diff (only Neuron artifacts)")
     lanes = _lanes(b).join(_lanes(t), on="lane", how="full", coalesce=True, suffix="_test", maintain_order="left")
     lanes = lanes.select("lane", base_total="total", test_total="total_test", base_busy="busy", test_busy="busy_test")
     gap = _gap_stats(b).join(_gap_stats(t), on=["kind", "stat"], suffix="_test", maintain_order="left")
