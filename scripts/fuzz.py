@@ -208,9 +208,8 @@ def main_cli() -> None:
         fuzz(seeds, 200, stats, seed=args.seed + batch)
         batch += 1
         print(f"{time.monotonic() - start:7.1f}s  tried {stats.tried}  refused {stats.refused}  crashes {len(stats.crashes)}", flush=True)
-    if stats.crashes:
-        args.out.mkdir(parents=True, exist_ok=True)
-        for i, (data, crash) in enumerate(stats.crashes):
+        for i, (data, crash) in enumerate(stats.crashes):  # written as found, so a killed run keeps them
+            args.out.mkdir(parents=True, exist_ok=True)
             (args.out / f"crash_{i}.bin").write_bytes(data)
             (args.out / f"crash_{i}.txt").write_text(crash)
     print(f"fuzzed {stats.tried} inputs from {len(seeds)} seeds in {time.monotonic() - start:.0f}s: {stats.refused} refused with an NtraceError, {len(stats.crashes)} crashes")

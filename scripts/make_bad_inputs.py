@@ -211,6 +211,12 @@ def _(out: Path) -> str:
     return put(out, "non_utf8_names.pt.trace.json", body)
 
 
+@case("non_utf8_in_metadata", 0, "ok")
+def _(out: Path) -> str:
+    """A byte that is not UTF-8 inside deviceProperties (found by fuzzing: the lazily decoded metadata crashed): replaced by U+FFFD."""
+    return put(out, "non_utf8_in_metadata.pt.trace.json", SOUND.replace(b'"id": 0', b'"\x80id": 0', 1))
+
+
 @case("utf8_bom", 0, "ok")
 def _(out: Path) -> str:
     """A UTF-8 byte order mark before the JSON (Windows editors write one): dropped silently."""

@@ -280,3 +280,13 @@ def test_every_command_survives_every_case(command: str, corpus: tuple[Path, dic
         assert all(line.startswith(("error: ", "warning: ")) for line in lines), where
         assert (result.exit_code == 2) == (sum(line.startswith("error: ") for line in lines) == 1), where
     assert snapshot(out) == before
+
+
+def test_fuzz_reproducer_non_utf8_in_metadata(tmp_path: Path) -> None:
+    """Found by scripts/fuzz.py (seed 1003): a non-UTF-8 byte in deviceProperties crashed the lazy metadata decode."""
+    path = tmp_path / "t.json"
+    path.write_bytes(b'{"deviceProperties": [{"\x80id": 0, "name": "dev\xff"}], "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 0, "ts": 1, "dur": 2}]}')
+    for fast in (True, False):
+        got = decode_trace(path, fast=fast)
+        assert got.events.height == 1
+        assert got.meta["deviceProperties"] == [{"\ufffdid": 0, "name": "dev\ufffd"}]

@@ -271,8 +271,17 @@ def _scalar(value: Any) -> Num:
 
 
 def _raw_json(raw: msgspec.Raw) -> Any:
-    """Decode a lazily kept metadata value, or None when it was absent."""
-    return orjson.loads(bytes(raw)) if len(raw) else None
+    """Decode a lazily kept metadata value, or None when it was absent.
+
+    The fast decoders skip these values without checking their UTF-8, so bytes that are not
+    UTF-8 are replaced by U+FFFD here rather than failing.
+    """
+    if not len(raw):
+        return None
+    try:
+        return orjson.loads(bytes(raw))
+    except orjson.JSONDecodeError:
+        return orjson.loads(bytes(raw).decode(errors="replace"))
 
 
 def _frame(cols: dict[str, list], path: Path, warnings: list[str]) -> pl.DataFrame:
