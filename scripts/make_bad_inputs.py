@@ -552,6 +552,24 @@ def _(out: Path) -> str:
     return "ntff_unknown_hash"
 
 
+for _name, _pattern in (
+    ("neff_zero_bytes", r"neff_100000000000001_vnc_0.neff: truncated: 0 bytes"),
+    ("neff_wrong_header_size", r"header_size is 512, expected 1024"),
+    ("neff_data_size_mismatch", r"data_size says 10240 bytes but 600 follow the header"),
+    ("ntff_unknown_hash", r"NTFF with no NEFF of hash 999999999999999"),
+):
+    _writer = next(c["write"] for c in CASES if c["name"] == _name)
+    case(f"{_name}_analyze", 0, "warning", _pattern, args=("analyze", "{path}"), why=f"`ntrace analyze` on the {_name} session: the problem is a warning")(
+        lambda out, w=_writer, n=_name: _copy_case(out, w, n)
+    )
+
+
+def _copy_case(out: Path, write: Callable[[Path], str], name: str) -> str:
+    """Write another case's files under OUT/<name>_analyze/ (same content, its own directory)."""
+    write(out / f"{name}_analyze")
+    return f"{name}_analyze/{name}"
+
+
 def write_corpus(out: Path) -> list[dict[str, Any]]:
     """Write every case under `out` (which must not exist or be empty) and its manifest; returns the manifest."""
     out.mkdir(parents=True, exist_ok=True)
