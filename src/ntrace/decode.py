@@ -16,7 +16,7 @@ import orjson
 import polars as pl
 
 from ntrace.errors import TraceFormatError
-from ntrace.limits import check_fits
+from ntrace.limits import DECODE_FACTOR, PLAIN_DECODE_FACTOR, check_fits
 from ntrace.ndjson import raw_columns
 from ntrace.progress import report
 from ntrace.readfile import read_json
@@ -127,7 +127,7 @@ def decode_trace(path: str | Path, *, fast: bool = True, max_events: int | None 
 def _decode(path: Path, fast: bool, max_events: int | None, warnings: list[str]) -> DecodedTrace:
     """decode_trace's work, appending warnings as it goes."""
     if max_events is None:
-        raw = read_json(path, warnings)
+        raw = read_json(path, warnings, factor=DECODE_FACTOR if fast else PLAIN_DECODE_FACTOR)
     else:
         raw = keep_first_events(read_json(path, warnings, factor=2), max_events, path, warnings)
         check_fits(path, len(raw))
