@@ -48,10 +48,11 @@ HTA = (
 
 @dataclass
 class Run:
-    """One process run: wall seconds and peak RSS in MiB."""
+    """One process run: wall seconds, CPU seconds (user + system, steadier on a busy machine) and peak RSS in MiB."""
 
     seconds: float
     rss_mib: float
+    cpu: float = 0.0
 
 
 def run(cmd: list[str]) -> Run:
@@ -64,7 +65,7 @@ def run(cmd: list[str]) -> Run:
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err[-2000:]}")
-    return Run(seconds, usage.ru_maxrss / 1024)
+    return Run(seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime)
 
 
 def json_size(path: Path) -> int:
@@ -75,11 +76,11 @@ def json_size(path: Path) -> int:
     return path.stat().st_size
 
 
-def synth(events: int, workdir: Path, name: str | None = None) -> Path:
+def synth(events: int, workdir: Path, name: str | None = None, seed: int = 0) -> Path:
     """A synthetic trace of `events` events (reused when already written)."""
     out = workdir / (name or f"synth_{events}.json")
     if not out.exists():
-        subprocess.run([PY, str(ROOT / "scripts" / "synth_trace.py"), str(out), "--events", str(events)], check=True)
+        subprocess.run([PY, str(ROOT / "scripts" / "synth_trace.py"), str(out), "--events", str(events), "--seed", str(seed)], check=True)
     return out
 
 
@@ -88,7 +89,11 @@ def ntrace(*args: str) -> list[str]:
 
 
 def medians(samples: dict[str, list[Run]]) -> dict[str, Run]:
-    return {k: Run(statistics.median(r.seconds for r in v), max(r.rss_mib for r in v)) for k, v in samples.items() if v}
+    return {
+        k: Run(statistics.median(r.seconds for r in v), max(r.rss_mib for r in v), statistics.median(r.cpu for r in v))
+        for k, v in samples.items()
+        if v
+    }
 
 
 def bench_trace(trace: Path, workdir: Path, repeat: int, hta_python: str | None) -> dict[str, Run]:
@@ -121,9 +126,12 @@ def report_trace(trace: Path, result: dict[str, Run]) -> None:
     size = json_size(trace) / 2**20
     floor = result["floor (orjson.loads)"]
     print(f"\n{trace} — {size:.1f} MiB JSON")
-    print(f"{'process':34s} {'median s':>9s} {'÷ floor':>8s} {'peak MiB':>9s} {'RSS ÷ JSON':>10s}")
+    print(f"{'process':34s} {'median s':>9s} {'÷ floor':>8s} {'cpu s':>7s} {'÷ floor':>8s} {'peak MiB':>9s} {'RSS ÷ JSON':>10s}")
     for name, r in result.items():
-        print(f"{name:34s} {r.seconds:9.2f} {r.seconds / floor.seconds:8.2f} {r.rss_mib:9.0f} {r.rss_mib / size:10.2f}")
+        print(
+            f"{name:34s} {r.seconds:9.2f} {r.seconds / floor.seconds:8.2f} {r.cpu:7.2f} {r.cpu / floor.cpu:8.2f}"
+            f" {r.rss_mib:9.0f} {r.rss_mib / size:10.2f}"
+        )
     fast = result["ntrace analyze"]
     print(f"Parquet re-analysis speedup over JSON: {fast.seconds / result['ntrace analyze (Parquet)'].seconds:.1f}x")
     if "HTA load + temporal breakdown" in result:
@@ -133,8 +141,8 @@ def report_trace(trace: Path, result: dict[str, Run]) -> None:
 def bench_scaling(events: int, workdir: Path, repeat: int) -> None:
     """ntrace and the floor at 1x, 2x, 4x, 8x events; the growth factor of each doubling."""
     print(f"\nScaling from {events} events (median of {repeat})")
-    print(f"{'events':>9s} {'MiB':>7s} {'floor s':>8s} {'ntrace s':>9s} {'÷ floor':>8s} {'growth':>7s} {'peak MiB':>9s} {'RSS ÷ JSON':>10s}")
-    previous = None
+    print(f"{'events':>9s} {'MiB':>7s} {'floor s':>8s} {'ntrace s':>9s} {'÷ floor':>8s} {'growth':>7s} {'cpu s':>6s} {'cpu growth':>10s} {'peak MiB':>9s} {'RSS ÷ JSON':>10s}")
+    previous = previous_cpu = None
     for factor in (1, 2, 4, 8):
         trace = synth(events * factor, workdir)
         floor, ours = [], []
@@ -144,8 +152,12 @@ def bench_scaling(events: int, workdir: Path, repeat: int) -> None:
         f, o = medians({"f": floor, "o": ours}).values()
         size = trace.stat().st_size / 2**20
         growth = f"{o.seconds / previous:.2f}x" if previous else "-"
-        print(f"{events * factor:9d} {size:7.1f} {f.seconds:8.2f} {o.seconds:9.2f} {o.seconds / f.seconds:8.2f} {growth:>7s} {o.rss_mib:9.0f} {o.rss_mib / size:10.2f}")
-        previous = o.seconds
+        cpu_growth = f"{o.cpu / previous_cpu:.2f}x" if previous_cpu else "-"
+        print(
+            f"{events * factor:9d} {size:7.1f} {f.seconds:8.2f} {o.seconds:9.2f} {o.seconds / f.seconds:8.2f} {growth:>7s}"
+            f" {o.cpu:6.2f} {cpu_growth:>10s} {o.rss_mib:9.0f} {o.rss_mib / size:10.2f}"
+        )
+        previous, previous_cpu = o.seconds, o.cpu
 
 
 def bench_ranks(events: int, ranks: int, workdir: Path, repeat: int) -> None:
@@ -153,7 +165,7 @@ def bench_ranks(events: int, ranks: int, workdir: Path, repeat: int) -> None:
     folder = workdir / f"ranks_{ranks}x{events}"
     folder.mkdir(parents=True, exist_ok=True)
     for rank in range(ranks):
-        synth(events, folder, f"rank_{rank}.pt.trace.json")
+        synth(events, folder, f"rank_{rank}.pt.trace.json", seed=rank)
     jobs = min(ranks, os.cpu_count() or 1)
     samples: dict[str, list[Run]] = {"--jobs 1": [], f"--jobs {jobs}": []}
     for _ in range(repeat):
