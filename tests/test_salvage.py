@@ -23,7 +23,9 @@ ENDS = [DOC.index(json.dumps(e).encode()) + len(json.dumps(e)) for e in EVENTS] 
 @given(st.integers(ENDS[0], len(DOC) - 1))
 def test_cut_keeps_exactly_the_complete_events(cut: int) -> None:
     warnings: list[str] = []
-    doc = repair_json(DOC[:cut], Path("t.json"), warnings)
+    fixed = repair_json(DOC[:cut], Path("t.json"), warnings)
+    assert isinstance(fixed, bytes) and fixed.startswith(DOC[: ENDS[0]])  # repaired text, decoded the usual way next
+    doc = json.loads(fixed)
     complete = sum(1 for end in ENDS if end <= cut)
     assert doc["traceEvents"] == EVENTS[:complete]
     assert len(warnings) == 1
@@ -63,3 +65,13 @@ def test_nan_and_infinity_are_dropped_values_not_errors(tmp_path: Path) -> None:
     assert got.events.height == len(EVENTS) - 1  # the event without a usable ts
     assert got.events["dur"][0] == 0 and got.events["dur"][1] == 5000
     assert any("non-standard JSON" in w for w in got.warnings)
+
+
+def test_max_events_with_some_events_not_starting_with_ph(tmp_path: Path) -> None:
+    """Metadata events written name-first are not cut points: the cut keeps a few extra, trimmed after decoding, one warning."""
+    meta = [{"name": "thread_name", "ph": "M", "pid": 1, "tid": i, "args": {"name": "t"}} for i in range(3)]
+    path = tmp_path / "t.json"
+    path.write_text('{"traceEvents": [\n' + ",\n".join(json.dumps(e) for e in meta + EVENTS) + "\n]}")
+    got = decode_trace(path, max_events=6)
+    assert got.events["name"].to_list() == ["thread_name"] * 3 + ["op0", "op1", "op2"]
+    assert got.warnings == [f"{path}: --max-events 6: analyzed the first 6 of about {len(EVENTS) + 3} events"]

@@ -128,39 +128,54 @@ def _decode(path: Path, fast: bool, max_events: int | None, warnings: list[str])
     """decode_trace's work, appending warnings as it goes."""
     if max_events is None:
         raw = read_json(path, warnings, factor=DECODE_FACTOR if fast else PLAIN_DECODE_FACTOR)
+        cut = False
     else:
-        raw = keep_first_events(read_json(path, warnings, factor=2), max_events, path, warnings)
+        whole = read_json(path, warnings, factor=2)
+        raw = keep_first_events(whole, max_events, path, warnings)
+        cut = raw is not whole  # keep_first_events warned, with the file's event count
+        del whole
         check_fits(path, len(raw))
     report(f"decoding {path.name}", len(raw), None, "bytes")
-    cols: dict[str, list] | None = None
-    meta: dict[str, Any] = {}
-    if fast:
-        cols, meta = _polars_columns(raw)
-    if fast and cols is None:
-        try:
-            cols, meta = _typed_columns(_TYPED.decode(raw))
-        except msgspec.ValidationError:
-            pass  # a value of an unexpected type: the plain path coerces it per value
-        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
-            cols, meta = _plain_columns(repair_json(raw, path, warnings), path, warnings)
-    if cols is None:
-        try:
-            plain = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            plain = repair_json(raw, path, warnings)
-        cols, meta = _plain_columns(plain, path, warnings)
-        del plain
+    cols, meta = _columns(raw, path, fast, warnings)
     del raw  # the columns hold what is needed: free the JSON text before the frame is built
     if not meta.get("has_traceEvents", True):
         raise TraceFormatError(path, "has no traceEvents array: not a Chrome/Kineto trace")
     n = len(cols["ph"])
     report(f"decoded {path.name}", n, None, "events")
     if max_events is not None and n > max_events:
-        warnings.append(f"{path}: --max-events {max_events}: analyzed the first {max_events:,} of {n:,} events")
+        if not cut:
+            warnings.append(f"{path}: --max-events {max_events}: analyzed the first {max_events:,} of {n:,} events")
         cols = {k: v[:max_events] for k, v in cols.items()}
     if n == 0:
         warnings.append(f"{path}: holds no trace events; nothing to analyze")
     return DecodedTrace(path, checked_events(_frame(cols, path, warnings), path, warnings), meta, warnings)
+
+
+def _columns(raw: bytes, path: Path, fast: bool, warnings: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Columns and metadata through the fastest decoder that accepts `raw`; damaged text is repaired (ntrace.salvage) once."""
+    if fast:
+        cols, meta = _polars_columns(raw)
+        if cols is not None:
+            return cols, meta
+        try:
+            return _typed_columns(_TYPED.decode(raw))
+        except msgspec.ValidationError:
+            pass  # a value of an unexpected type: the plain path coerces it per value
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+            return _repaired_columns(raw, path, fast, warnings)
+    try:
+        plain = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return _repaired_columns(raw, path, fast, warnings)
+    return _plain_columns(plain, path, warnings)
+
+
+def _repaired_columns(raw: bytes, path: Path, fast: bool, warnings: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Columns of JSON the decoders rejected: repaired text is decoded again, a document that only Python's json reads is used as is."""
+    fixed = repair_json(raw, path, warnings)
+    if isinstance(fixed, bytes):
+        return _columns(fixed, path, fast, warnings)  # terminates: repair_json returns text only when it changed it
+    return _plain_columns(fixed, path, warnings)
 
 
 def _polars_columns(raw: bytes) -> tuple[dict[str, pl.Series] | None, dict[str, Any]]:

@@ -3,7 +3,8 @@
 Each repair leaves a warning naming the file and what was done. A trace cut off mid-write (a
 crashed or killed profiler, a full disk, a half-done copy) is closed after its last complete
 event: the bytes up to some `}` are kept and the open `traceEvents` array and top-level object
-are closed, trying `}` positions from the end until the result parses.
+are closed, trying `}` positions from the end until the result parses; the repaired text is then
+decoded by the fast decoders like any other.
 """
 
 from __future__ import annotations
@@ -13,33 +14,49 @@ import re
 from pathlib import Path
 from typing import Any
 
-import orjson
+import msgspec
 
 from ntrace.errors import TraceFormatError
+from ntrace.limits import PLAIN_DECODE_FACTOR, check_fits
 
 #: How many `}` positions from the end are tried before a cut-off file is given up as unsalvageable.
 _TRIES = 64
 #: Where an event object starts in Kineto's writing (`"ph"` is its first key): used to cut at --max-events.
 _EVENT_START = re.compile(rb'[\[,]\s*\{\s*"ph"\s*:')
+#: Checks JSON syntax and finds the top level's values without building them (memory stays flat).
+_SKIM = msgspec.json.Decoder(dict[str, msgspec.Raw] | list[msgspec.Raw])
+_EVENTS = msgspec.json.Decoder(list[msgspec.Raw])
 
 
-def repair_json(raw: bytes, path: Path, warnings: list[str]) -> Any:
-    """Parse JSON that the fast decoders rejected, repairing what can be repaired; raise TraceFormatError otherwise.
+def repair_json(raw: bytes, path: Path, warnings: list[str]) -> bytes | Any:
+    """Repair JSON text the fast decoders rejected; raise TraceFormatError when nothing can be saved.
 
-    Warnings about repairs are added only when the repaired text parses: garbage gets one error.
+    Returns repaired text (bytes) when bytes that are not UTF-8 were replaced or a cut-off file was
+    closed, to be decoded the usual way; for text that needed neither (NaN, Infinity, numbers
+    beyond the double range, which no fast decoder reads), the document parsed by Python's json.
+    Warnings about repairs are added only when the repair succeeds: garbage gets one error.
     """
     notes: list[str] = []
-    raw = _valid_utf8(raw, path, notes)
+    text = _valid_utf8(raw, path, notes)
+    problem = None
     try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        if str(exc).startswith("unexpected end of data"):
-            doc = _close_cut_off(raw, path, notes)
-        elif (doc := _nonstandard_json(raw)) is None:
-            raise TraceFormatError(path, f"is not valid JSON ({exc}); is it a Chrome/Kineto trace?") from None
+        _SKIM.decode(text)
+    except msgspec.ValidationError:
+        pass  # valid JSON of another shape: the decoders say what is wrong with it
+    except (msgspec.DecodeError, RecursionError) as exc:
+        if str(exc).startswith("Input data was truncated"):
+            text = _close_cut_off(text, path, notes)
         else:
-            notes.append(f"{path}: uses non-standard JSON numbers (NaN, Infinity, or beyond the double range); read them as non-finite")
+            problem = exc
+    if problem is None and text is not raw:
+        warnings.extend(notes)
+        return text
+    check_fits(path, len(text), factor=PLAIN_DECODE_FACTOR)
+    doc = _nonstandard_json(text)
+    if doc is None:
+        raise TraceFormatError(path, f"is not valid JSON ({problem or 'rejected by every JSON decoder'}); is it a Chrome/Kineto trace?")
     warnings.extend(notes)
+    warnings.append(f"{path}: uses non-standard JSON numbers (NaN, Infinity, or beyond the double range); read them as non-finite")
     return doc
 
 
@@ -83,8 +100,8 @@ def _closer(raw: bytes) -> bytes:
     return b"]" if raw.lstrip()[:1] == b"[" else b"]}"
 
 
-def _close_cut_off(raw: bytes, path: Path, warnings: list[str]) -> Any:
-    """The document of a file cut off mid-write, closed after its last complete event."""
+def _close_cut_off(raw: bytes, path: Path, warnings: list[str]) -> bytes:
+    """The text of a file cut off mid-write, closed after its last complete event (checked without building objects)."""
     closer = _closer(raw)
     buf = bytearray(raw)
     end = len(raw)
@@ -95,15 +112,16 @@ def _close_cut_off(raw: bytes, path: Path, warnings: list[str]) -> Any:
         del buf[end + 1 :]
         buf += closer
         try:
-            doc = orjson.loads(buf)
-        except orjson.JSONDecodeError:
+            doc = _SKIM.decode(buf)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             continue
-        events = doc if isinstance(doc, list) else doc.get("traceEvents") if isinstance(doc, dict) else None
-        if isinstance(events, list) and events:
+        events = doc if isinstance(doc, list) else doc.get("traceEvents")
+        n = len(_EVENTS.decode(events)) if isinstance(events, msgspec.Raw) else len(events or [])
+        if n:
             warnings.append(
                 f"{path}: is cut off at byte {len(raw):,} (a profiler killed mid-write, or a copy not finished?); "
-                f"analyzed the {len(events):,} complete events before the cut"
+                f"analyzed the {n:,} complete events before the cut"
             )
-            return doc
+            return bytes(buf)
         break
     raise TraceFormatError(path, f"is cut off at byte {len(raw):,} before its first complete event; nothing to analyze")
