@@ -58,3 +58,12 @@ def test_missing_path_is_one_line_exit_2(tmp_path: Path) -> None:
 def test_lanes_command_prints_the_table() -> None:
     result = CliRunner().invoke(main, ["lanes"])
     assert result.exit_code == 0 and "privateuse1_driver" in result.output and "hardware" in result.output
+
+
+def test_analyze_names_variants_from_the_capture_manifest(tmp_path: Path) -> None:
+    _two_traces(tmp_path)
+    (tmp_path / "a" / "capture.json").write_text('{"schema": "ntrace.capture/1", "variant": "fused"}')
+    doc = json.loads(_run("analyze", str(tmp_path), "--format", "json").stdout)
+    assert [p["variant"] for p in doc["profiles"]] == ["fused", "b"]
+    text = CliRunner().invoke(main, ["analyze", str(tmp_path)]).output
+    assert "== fused: " in text and "== b: " in text

@@ -21,15 +21,15 @@ import orjson
 import polars as pl
 
 from ntrace.errors import CaptureError
+from ntrace.manifest import CAPTURE_FILE, CAPTURE_SCHEMA, find_manifest
+from ntrace.output import write_bytes
 
 VARIANTS = ("naive", "fused", "compiled")
 DEVICES = ("auto", "neuron", "cuda", "cpu")
 EPS = 1e-6
 SEED = 0
-CAPTURE_FILE = "capture.json"
 KEY_AVERAGES_FILE = "key_averages.json"
-#: Schema tags of the two side files; neither file may hold a "traceEvents" or "ph" key (discover.py would take it for a trace).
-CAPTURE_SCHEMA = "ntrace.capture/1"
+#: Schema tag of key_averages.json; neither side file may hold a "traceEvents" or "ph" key (discover.py would take it for a trace).
 KEY_AVERAGES_SCHEMA = "ntrace.key_averages/1"
 
 INSTALL_TORCH = "torch is not installed: pip install 'ntrace[capture]'"
@@ -196,7 +196,8 @@ def prepare_output(out: Path, force: bool) -> None:
 
 
 def _write_json(path: Path, doc: dict[str, Any]) -> None:
-    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    """Write a side file atomically (temporary name, then rename), so an interrupted capture leaves no half file."""
+    write_bytes(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
 
 
 def _key_averages(prof: Any) -> list[dict[str, Any]]:
@@ -328,14 +329,6 @@ def capture_study(
 
 
 def capture_info(trace: str | Path) -> dict[str, Any] | None:
-    """The capture.json that describes a trace (in its directory or up to two above it, as Neuron nests traces), or None."""
-    here = Path(trace).resolve().parent
-    for folder in (here, *list(here.parents)[:2]):
-        path = folder / CAPTURE_FILE
-        if path.is_file():
-            try:
-                doc = orjson.loads(path.read_bytes())
-            except (OSError, orjson.JSONDecodeError):
-                return None
-            return doc if isinstance(doc, dict) and doc.get("schema") == CAPTURE_SCHEMA else None
-    return None
+    """The capture.json that `ntrace capture` wrote for a trace (in its folder or a few above, as Neuron nests traces), or None."""
+    doc = find_manifest(trace)
+    return doc if doc is not None and doc.get("schema") == CAPTURE_SCHEMA else None

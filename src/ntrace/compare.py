@@ -14,16 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-import orjson
 import polars as pl
 
 from ntrace.discover import find_traces
 from ntrace.errors import InputError
+from ntrace.manifest import variant_name
 from ntrace.ops import UNLINKED, device_name, op_table
 from ntrace.profile import Profile, load
-
-#: The file `ntrace capture` writes beside each variant; its "variant" key names the variant.
-CAPTURE_FILE = "capture.json"
 
 COMPARE_SCHEMA: dict[str, pl.DataType] = {
     "name": pl.String,
@@ -36,22 +33,6 @@ COMPARE_SCHEMA: dict[str, pl.DataType] = {
     "gap": pl.Int64,
     "speedup": pl.Float64,
 }
-
-
-def variant_name(path: Path) -> str:
-    """The "variant" of the nearest capture.json at `path` (a folder or trace) or above it, else the folder's or file's own name."""
-    path = path.resolve()
-    start = path if path.is_dir() else path.parent
-    for where in (start, *start.parents):
-        manifest = where / CAPTURE_FILE
-        if manifest.is_file():
-            try:
-                doc = orjson.loads(manifest.read_bytes())
-            except (OSError, orjson.JSONDecodeError):
-                continue
-            if isinstance(doc, dict) and isinstance(doc.get("variant"), str) and doc["variant"]:
-                return doc["variant"]
-    return path.name if path.is_dir() else path.name.removesuffix(".gz").removesuffix(".json").removesuffix(".pt.trace")
 
 
 def find_variants(paths: Sequence[str | Path]) -> list[tuple[Path, list[Path]]]:

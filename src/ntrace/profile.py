@@ -14,6 +14,7 @@ from ntrace.artifacts import Session
 from ntrace.decode import DecodedTrace, decode_trace
 from ntrace.lanes import classify, lane_table
 from ntrace.links import launch_links
+from ntrace.manifest import find_manifest
 from ntrace.steps import step_totals
 from ntrace.totals import lane_categories, lane_totals, track_totals, window
 
@@ -33,6 +34,12 @@ class Profile:
         """Classify a decoded trace into lanes (with optional extra category → lane rows)."""
         table = lane_table(lanes) if lanes else None
         return cls(decoded.path, classify(decoded.events, table), decoded.meta, list(decoded.warnings))
+
+    @cached_property
+    def variant(self) -> str | None:
+        """The variant named by the capture manifest (capture.json) beside or above the trace, if there is one."""
+        doc = find_manifest(self.path)
+        return doc["variant"] if doc else None
 
     @cached_property
     def complete(self) -> pl.DataFrame:

@@ -47,6 +47,7 @@ def profile_dict(profile: Profile) -> dict[str, Any]:
     gaps = {row["kind"]: _gap(row) for row in profile.gaps.iter_rows(named=True)}
     return {
         "trace": str(profile.path),
+        "variant": profile.variant,
         "events": profile.complete.height,
         "window_us": us(profile.window_ns),
         "lanes": lanes,

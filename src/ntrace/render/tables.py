@@ -25,8 +25,11 @@ def to_us(*columns: str) -> list[pl.Expr]:
 
 
 def variant_names(profiles: list[Profile], root: Path) -> list[str]:
-    """Short names for profiles found under `root`: the first directory under root when those are unique
-    (fixtures/rmsnorm/naive/…/trace.json → "naive"), else the path relative to root."""
+    """Short names for profiles found under `root`: their capture manifests' variants when those are unique, else the
+    first directory under root when those are (fixtures/rmsnorm/naive/…/trace.json → "naive"), else the path relative to root."""
+    named = [p.variant for p in profiles]
+    if None not in named and len(set(named)) == len(named):
+        return [str(n) for n in named]
     rel = []
     for p in profiles:
         try:
