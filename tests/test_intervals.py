@@ -6,6 +6,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import brute_union
 from ntrace.intervals import busy, clip, gaps
 
 intervals = st.lists(
@@ -19,26 +20,13 @@ def _frame(rows: list[tuple[str, int, int]]) -> pl.DataFrame:
     return pl.DataFrame({"t": [r[0] for r in rows], "ts": [r[1] for r in rows], "end": [r[1] + r[2] for r in rows]})
 
 
-def _brute_union(spans: list[tuple[int, int]]) -> int:
-    """Union length by walking sorted intervals, independent of the Polars code."""
-    total, reach = 0, None
-    for s, e in sorted(spans):
-        if reach is None or s > reach:
-            total += e - s
-            reach = e
-        elif e > reach:
-            total += e - reach
-            reach = e
-    return total
-
-
 @given(intervals)
 @settings(max_examples=150, deadline=None)
 def test_busy_matches_brute_force_and_invariants(rows: list[tuple[str, int, int]]) -> None:
     out = busy(_frame(rows), ["t"])
     for r in out.iter_rows(named=True):
         mine = [(s, s + d) for t, s, d in rows if t == r["t"]]
-        assert r["busy"] == _brute_union(mine)
+        assert r["busy"] == brute_union(mine)
         assert r["busy"] <= r["total"] == sum(d for _, _, d in [x for x in rows if x[0] == r["t"]])
         assert r["busy"] + r["idle"] == r["span"]
         assert r["idle"] >= 0 and r["gaps"] >= 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import random
 import tempfile
@@ -13,6 +12,7 @@ import polars as pl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import brute_union, write_trace
 from ntrace import load
 from ntrace.decode import decode_trace
 from ntrace.intervals import busy
@@ -56,31 +56,11 @@ def traces(draw: st.DrawFn) -> list[dict[str, Any]]:
     return evs + _other_events(draw)
 
 
-def _write(directory: Path, name: str, events: list[dict[str, Any]], gz: bool = False) -> Path:
-    data = json.dumps({"schemaVersion": 1, "traceEvents": events}).encode()
-    path = directory / name
-    path.write_bytes(gzip.compress(data) if gz else data)
-    return path
-
-
-def _brute_union(intervals: list[tuple[int, int]]) -> int:
-    """Length of the union of [start, end) intervals, by sorting and merging in plain Python."""
-    total, reach = 0, None
-    for start, end in sorted(intervals):
-        if reach is None or start > reach:
-            total += end - start
-            reach = end
-        elif end > reach:
-            total += end - reach
-            reach = end
-    return total
-
-
 @SETTINGS
 @given(traces())
 def test_lanes_partition_and_busy_bounds(events: list[dict[str, Any]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        profile = load(_write(Path(tmp), "t.json", events))
+        profile = load(write_trace(Path(tmp) / "t.json", events))
     complete = profile.complete
     n_complete = sum(1 for e in events if e["ph"] == "X")
     assert complete.height == n_complete
@@ -102,15 +82,15 @@ def test_lanes_partition_and_busy_bounds(events: list[dict[str, Any]]) -> None:
 @given(traces())
 def test_lane_busy_equals_brute_force_union(events: list[dict[str, Any]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        profile = load(_write(Path(tmp), "t.json", events))
+        profile = load(write_trace(Path(tmp) / "t.json", events))
     rows = profile.complete.select(pl.col("lane").cast(pl.String), "ts", "end").rows()
     for row in profile.lanes.iter_rows(named=True):
         mine = [(ts, end) for lane, ts, end in rows if lane == row["lane"]]
-        assert row["busy"] == _brute_union(mine), row["lane"]
+        assert row["busy"] == brute_union(mine), row["lane"]
     tracked = profile.complete.with_columns(pl.col("lane").cast(pl.String), track()).select("lane", "track", "ts", "end").rows()
     for row in profile.tracks.iter_rows(named=True):
         mine = [(ts, end) for lane, trk, ts, end in tracked if (lane, trk) == (row["lane"], row["track"])]
-        assert row["busy"] == _brute_union(mine) and row["events"] == len(mine), row["track"]
+        assert row["busy"] == brute_union(mine) and row["events"] == len(mine), row["track"]
 
 
 @SETTINGS
@@ -120,7 +100,7 @@ def test_interval_busy_is_the_union(spans: list[tuple[int, int, str]]) -> None:
     got = {r["track"]: r for r in busy(frame, ["track"]).iter_rows(named=True)}
     for track in {t for _, _, t in spans}:
         mine = [(s, s + d) for s, d, t in spans if t == track]
-        assert got[track]["busy"] == _brute_union(mine)
+        assert got[track]["busy"] == brute_union(mine)
         assert got[track]["span"] == max(e for _, e in mine) - min(s for s, _ in mine)
         assert got[track]["busy"] + got[track]["idle"] == got[track]["span"]
 
@@ -131,8 +111,8 @@ def test_analysis_is_invariant_to_event_order_and_gzip(events: list[dict[str, An
     shuffled = list(events)
     rnd.shuffle(shuffled)
     with tempfile.TemporaryDirectory() as tmp:
-        first = load(_write(Path(tmp), "a.json", events))
-        second = load(_write(Path(tmp), "b.json.gz", shuffled, gz=True))
+        first = load(write_trace(Path(tmp) / "a.json", events))
+        second = load(write_trace(Path(tmp) / "b.json.gz", shuffled, gz=True))
     assert first.window == second.window
     assert first.lanes.equals(second.lanes)
     assert first.tracks.equals(second.tracks)
@@ -145,6 +125,6 @@ def test_analysis_is_invariant_to_event_order_and_gzip(events: list[dict[str, An
 @given(traces(), st.booleans(), st.booleans())
 def test_decoding_a_valid_trace_never_warns(events: list[dict[str, Any]], gz: bool, fast: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        decoded = decode_trace(_write(Path(tmp), "t.json.gz" if gz else "t.json", events, gz=gz), fast=fast)
+        decoded = decode_trace(write_trace(Path(tmp) / ("t.json.gz" if gz else "t.json"), events, gz=gz), fast=fast)
     assert decoded.warnings == []
     assert decoded.events.height == len(events)
