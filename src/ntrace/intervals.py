@@ -7,6 +7,21 @@ from typing import Sequence
 import polars as pl
 
 
+def _sort_keys(frame: pl.DataFrame, by: Sequence[str]) -> list[pl.Expr]:
+    """Integer stand-ins for the `by` columns that sort the same way (text in lexical order), so sorts and windows compare integers."""
+    keys = []
+    for name in by:
+        dtype = frame.schema[name]
+        if dtype == pl.String or isinstance(dtype, pl.Categorical):
+            values = frame.get_column(name).cast(pl.String).drop_nulls().unique().sort()
+            keys.append(pl.col(name).cast(pl.String).cast(pl.Enum(values)).to_physical().alias(f"_key_{name}"))
+        elif isinstance(dtype, pl.Enum):
+            keys.append(pl.col(name).to_physical().alias(f"_key_{name}"))
+        else:
+            keys.append(pl.col(name).alias(f"_key_{name}"))
+    return keys
+
+
 def gaps(frame: pl.DataFrame, by: Sequence[str], start: str = "ts", end: str = "end") -> pl.DataFrame:
     """Idle gaps per track: every stretch between merged intervals, as (*by, gap_start, gap_end, gap).
 
@@ -14,10 +29,13 @@ def gaps(frame: pl.DataFrame, by: Sequence[str], start: str = "ts", end: str = "
     seen so far (the running max of ends, so overlaps and nesting merge away).
     """
     by = list(by)
+    keys = _sort_keys(frame, by)
+    names = [key.meta.output_name() for key in keys]
     return (
-        frame.select(*by, start, end)
-        .sort([*by, start, end])
-        .with_columns(_reach=pl.col(end).cum_max().shift(1).over(by))
+        frame.select(*by, start, end, *keys)
+        .sort(start)
+        .sort(names, maintain_order=True)  # two one-key sorts beat one sort on (track, start); order among equal starts changes no gap
+        .with_columns(_reach=pl.col(end).cum_max().shift(1).over(names))
         .filter(pl.col(start) > pl.col("_reach"))
         .select(*by, gap_start=pl.col("_reach"), gap_end=pl.col(start), gap=pl.col(start) - pl.col("_reach"))
     )
