@@ -1,4 +1,4 @@
-"""The three ways into a Profile — the fast (Polars NDJSON) path, the plain orjson path and the Parquet cache — give the same JSON."""
+"""The three ways into a Profile — the fast (batched typed msgspec) path, the plain orjson path and the Parquet cache — give the same JSON."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ntrace import analyze, decode_trace
-from ntrace import ndjson
+from ntrace import batches
 from ntrace.parquet import convert_to_parquet
 from ntrace.render import json as json_renderer
 
@@ -47,17 +47,17 @@ def _three_ways(trace: Path, tmp_path: Path) -> tuple[dict, dict, dict]:
     return _rendered(trace), _rendered(trace, fast=False), _rendered(parquet)
 
 
-def _uses_ndjson(path: Path, monkeypatch: pytest.MonkeyPatch) -> bool:
-    """Whether decoding `path` went through the Polars NDJSON reader (not a fallback)."""
+def _uses_batches(path: Path, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Whether decoding `path` went through the batched typed decoder (not a fallback)."""
     taken: list[bool] = []
-    real = ndjson.raw_columns
+    real = batches.typed_columns
 
-    def spy(raws):  # type: ignore[no-untyped-def]
-        cols = real(raws)
+    def spy(raws, text):  # type: ignore[no-untyped-def]
+        cols = real(raws, text)
         taken.append(cols is not None)
         return cols
 
-    monkeypatch.setattr("ntrace.decode.raw_columns", spy)
+    monkeypatch.setattr("ntrace.decode.typed_columns", spy)
     decode_trace(path)
     return taken == [True]
 
@@ -66,7 +66,7 @@ def test_real_traces_same_json_three_ways(shared_trace: Path, tmp_path: Path, mo
     fast, plain, parquet = _three_ways(shared_trace, tmp_path)
     assert fast == plain == parquet
     assert fast["profiles"][0]["events"] > 0
-    assert _uses_ndjson(shared_trace, monkeypatch), "the fast path fell back: the comparison would not test it"
+    assert _uses_batches(shared_trace, monkeypatch), "the fast path fell back: the comparison would not test it"
 
 
 def test_synthetic_trace_same_json_three_ways(synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -76,7 +76,7 @@ def test_synthetic_trace_same_json_three_ways(synthetic: Path, tmp_path: Path, m
     assert profile["trace"] == str(synthetic)  # the Parquet file names its source trace
     assert {lane["lane"] for lane in profile["lanes"] if lane["events"]} >= {"framework", "runtime_api", "hardware", "device"}
     assert profile["gaps"]["launch_delay"]["count"] > 0 and profile["steps"]
-    assert _uses_ndjson(synthetic, monkeypatch)
+    assert _uses_batches(synthetic, monkeypatch)
 
 
 def test_events_frames_identical_fast_and_plain(synthetic: Path) -> None:
@@ -98,7 +98,7 @@ def test_any_layout_takes_the_fast_path(tmp_path: Path, layout: str, monkeypatch
     }[layout]
     path = tmp_path / "t.json"
     path.write_text(text)
-    assert _uses_ndjson(path, monkeypatch)
+    assert _uses_batches(path, monkeypatch)
     assert decode_trace(path).events.equals(decode_trace(path, fast=False).events)
     assert decode_trace(path).events["input_dims"].to_list() == ["[[1,2],[]]", None]
 
@@ -106,8 +106,8 @@ def test_any_layout_takes_the_fast_path(tmp_path: Path, layout: str, monkeypatch
 @pytest.mark.parametrize(
     "odd",
     [
-        {"name": ["not", "text"]},  # Polars would re-space this JSON text
-        {"ts": "12.5"},  # text where a number belongs: Polars refuses, the typed decoder reads it
+        {"name": ["not", "text"]},  # the batched decoder refuses, the plain decoder keeps the JSON text
+        {"ts": "12.5"},  # text where a number belongs: the batched decoder refuses, the whole-file typed decoder reads it
         {"args": {"External id": "0x1f"}},
         {"pid": "Spans", "tid": "PyTorch Profiler"},
         {"name": "[param|cuda]"},  # looks like JSON, is text
@@ -122,8 +122,8 @@ def test_odd_values_agree_with_the_plain_path(tmp_path: Path, odd: dict) -> None
 _scalar = st.one_of(st.none(), st.integers(-(2**40), 2**40), st.floats(-1e9, 1e9, allow_nan=False), st.sampled_from(["", "7", " 8 ", "x"]))
 
 
-#: pid/tid as profilers write them: integers or names (a float pid reads as "1" here and "1.0" on the plain path)
-_pid = st.one_of(st.none(), st.integers(-(2**40), 2**40), st.sampled_from(["Spans", "7", ""]))
+#: pid/tid as profilers write them (integers or names) and as they do not (floats: the fast path falls back)
+_pid = st.one_of(st.none(), st.integers(-(2**40), 2**40), st.sampled_from(["Spans", "7", "", 1.0, 2.5]))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

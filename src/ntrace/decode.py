@@ -1,8 +1,10 @@
 """Decode one Kineto/Chrome trace file into a Polars events frame: int64 ns times, linking keys lifted out of `args`.
 
-Two decoders produce the same frame: a typed msgspec decoder that skips every `args` key the
-analysis does not read (fast path), and a plain orjson decoder into dicts (fallback for files
-whose value types the typed decoder rejects). Column building is shared, so both agree.
+Three decoders produce the same frame: typed msgspec decoders that skip every `args` key the
+analysis does not read — in batches straight into Polars columns (ntrace.batches, the fast
+path), or over the whole file where values need coercing (a `ts` given as text) — and a plain
+orjson decoder into dicts (fallback for files whose value types the typed decoders reject).
+Column building is shared, so all agree.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import polars as pl
 
 from ntrace.errors import TraceFormatError
 from ntrace.limits import DECODE_FACTOR, PLAIN_DECODE_FACTOR, check_fits
-from ntrace.ndjson import raw_columns
+from ntrace.batches import typed_columns
 from ntrace.progress import report
 from ntrace.readfile import read_json
 from ntrace.salvage import keep_first_events, repair_json
@@ -88,7 +90,7 @@ _TYPED = msgspec.json.Decoder(_Doc | list[_Event])
 
 
 class _RawDoc(_Doc):
-    """The top-level object with each event kept as its raw JSON text, for the Polars NDJSON path."""
+    """The top-level object with each event kept as its raw JSON text, for the batched typed decoder."""
 
     traceEvents: list[msgspec.Raw] | None = None  # type: ignore[assignment]
 
@@ -154,7 +156,7 @@ def _decode(path: Path, fast: bool, max_events: int | None, warnings: list[str])
 def _columns(raw: bytes, path: Path, fast: bool, warnings: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Columns and metadata through the fastest decoder that accepts `raw`; damaged text is repaired (ntrace.salvage) once."""
     if fast:
-        cols, meta = _polars_columns(raw)
+        cols, meta = _batch_columns(raw)
         if cols is not None:
             return cols, meta
         try:
@@ -178,13 +180,13 @@ def _repaired_columns(raw: bytes, path: Path, fast: bool, warnings: list[str]) -
     return _plain_columns(fixed, path, warnings)
 
 
-def _polars_columns(raw: bytes) -> tuple[dict[str, pl.Series] | None, dict[str, Any]]:
-    """Columns through Polars' NDJSON reader (ntrace.ndjson), or (None, {}) when the file needs a Python decoder."""
+def _batch_columns(raw: bytes) -> tuple[dict[str, pl.Series] | None, dict[str, Any]]:
+    """Columns through the batched typed decoder (ntrace.batches), or (None, {}) when the file needs a coercing decoder."""
     try:
         listed = _RAW.decode(raw)
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None, {}  # the typed and plain decoders coerce, repair or report it
-    cols = raw_columns(listed if isinstance(listed, list) else listed.traceEvents or [])
+    cols = typed_columns(listed if isinstance(listed, list) else listed.traceEvents or [], raw)
     return (cols, _meta(listed)) if cols is not None else (None, {})
 
 
