@@ -32,37 +32,34 @@ def parents(events: pl.DataFrame) -> pl.DataFrame:
     """
     if events.is_empty():
         return pl.DataFrame(schema=_NEST_SCHEMA)
-    spans = events.select(
-        "idx",
-        pid=pl.col("pid").fill_null("?"),
-        tid=pl.col("tid").fill_null("?"),
-        ts="ts",
-        end="end",
-    )
+    # One integer per thread: sorts, windows and as-of joins on it compare integers, not (pid, tid) text.
+    pid, tid = (pl.col(c).fill_null("?").cast(pl.Categorical).to_physical().cast(pl.Int64) for c in ("pid", "tid"))
+    spans = events.select("idx", thread=pid * (1 << 32) + tid, ts="ts", end="end")
     zero = pl.col("end") == pl.col("ts")
-    starts = spans.select("idx", "pid", "tid", t="ts", kind=pl.lit(1), neg_end=-pl.col("end"), sub=pl.lit(0), delta=pl.lit(1))
+    starts = spans.select("idx", "thread", t="ts", kind=pl.lit(1), neg_end=-pl.col("end"), sub=pl.lit(0), delta=pl.lit(1))
     # A zero-length event's end sorts right after its own start; any other end sorts before every start at that time.
     ends = spans.select(
         "idx",
-        "pid",
-        "tid",
+        "thread",
         t="end",
         kind=pl.when(zero).then(1).otherwise(0),
         neg_end=pl.when(zero).then(-pl.col("end")).otherwise(0),
         sub=pl.lit(1),
         delta=pl.lit(-1),
     )
+    # Every (t, kind, neg_end, idx, sub) is distinct, so a stable sort by thread after it gives the full order;
+    # each thread's points add up to zero, so the running count over all threads is each thread's own.
     points = (
         pl.concat([starts, ends])
-        .sort(["pid", "tid", "t", "kind", "neg_end", "idx", "sub"])
-        .with_columns(pos=pl.int_range(pl.len(), dtype=pl.Int64))
-        .with_columns(depth=pl.col("delta").cum_sum().over(["pid", "tid"]) - 1)
+        .sort(["t", "kind", "neg_end", "idx", "sub"])
+        .sort("thread", maintain_order=True)
+        .select("idx", "thread", "delta", pos=pl.int_range(pl.len(), dtype=pl.Int64), depth=pl.col("delta").cum_sum() - 1)
     )
-    opens = points.filter(pl.col("delta") == 1).select("idx", "pid", "tid", "pos", "depth")
+    opens = points.filter(pl.col("delta") == 1).select("idx", "thread", "pos", "depth")
     closes = points.filter(pl.col("delta") == -1).select("idx", close_pos="pos")
-    openers = opens.select("pid", "tid", "pos", parent_idx="idx", depth=pl.col("depth") + 1)
+    openers = opens.select("thread", "pos", parent_idx="idx", depth=pl.col("depth") + 1)
     return (
-        opens.join_asof(openers, on="pos", by=["pid", "tid", "depth"], strategy="backward", allow_exact_matches=False, check_sortedness=False)
+        opens.join_asof(openers, on="pos", by=["thread", "depth"], strategy="backward", allow_exact_matches=False, check_sortedness=False)
         .join(closes, on="idx")
         .select("idx", "parent_idx", "depth", open_pos="pos", close_pos="close_pos")
         .cast(_NEST_SCHEMA)
