@@ -42,7 +42,7 @@ def step_totals(complete: pl.DataFrame) -> pl.DataFrame:
         )
     in_step = (
         complete.filter(~pl.col("name").str.contains(STEP_NAME).fill_null(False))
-        .with_columns(pl.col("lane").cast(pl.String), track())
+        .select(pl.col("lane").cast(pl.String), track(), "ts", "end")  # only what busy() needs travels through the sort
         .sort("ts")
         .join_asof(windows.select("step", "start", step_end="end").sort("start"), left_on="ts", right_on="start", strategy="backward")
         .filter(pl.col("step").is_not_null() & (pl.col("ts") < pl.col("step_end")))
