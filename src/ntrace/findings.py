@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import polars as pl
 
-from ntrace.ops import device_attribution, device_name, host_anchors, launching_ops, op_name
+from ntrace.ops import host_anchors, launching_ops, op_name
 from ntrace.render.units import fmt_pct, fmt_time
-from ntrace.totals import track
 
 if TYPE_CHECKING:
     from ntrace.profile import Profile
@@ -51,8 +50,8 @@ def _finding(frame: pl.DataFrame, kind: str, subject: str, summary: Callable[[di
 
 def hotspots(profile: "Profile", top: int = 3) -> pl.DataFrame:
     """The ops with the most self device time, each with the hardware executions attributed to it."""
-    dev = device_name(profile)
-    execs = device_attribution(profile).filter(pl.col("op_idx").is_not_null())
+    dev = profile.device
+    execs = profile.attribution.filter(pl.col("op_idx").is_not_null())
     hw_total = int(profile.complete.filter(pl.col("lane") == "hardware")["dur"].sum())
     if execs.is_empty() or not hw_total:
         return pl.DataFrame(schema=FINDING_SCHEMA)
@@ -80,8 +79,7 @@ def small_runs(profile: "Profile", top: int = 3, max_gap: int = MAX_DISPATCH_GAP
     A gap longer than `max_gap` ns is not a dispatch gap (the host was busy elsewhere) and ends a run.
     """
     hw = (
-        profile.complete.filter(pl.col("lane") == "hardware")
-        .with_columns(track())
+        profile.tracked.filter(pl.col("lane") == "hardware")
         .sort(["track", "ts", "end"])
         .with_columns(gap_after=(pl.col("ts").shift(-1) - pl.col("end")).over("track"))
         .with_columns(small=((pl.col("gap_after") > pl.col("dur")) & (pl.col("gap_after") <= max_gap)).fill_null(False))

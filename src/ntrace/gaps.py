@@ -5,22 +5,20 @@ from __future__ import annotations
 import polars as pl
 
 from ntrace.intervals import gaps
-from ntrace.totals import track
 
 #: The statistics reported for every gap kind, in this order.
 STATS: tuple[str, ...] = ("count", "total", "p50", "p90", "max")
 
 
-def hardware_idle(complete: pl.DataFrame) -> pl.DataFrame:
-    """Every idle stretch between merged hardware executions on the same device: (track, gap_start, gap_end, gap)."""
-    hw = complete.filter(pl.col("lane") == "hardware").with_columns(track())
-    return gaps(hw, ["track"])
+def hardware_idle(tracked: pl.DataFrame) -> pl.DataFrame:
+    """Every idle stretch between merged hardware executions on the same device (Profile.tracked): (track, gap_start, gap_end, gap)."""
+    return gaps(tracked.filter(pl.col("lane") == "hardware"), ["track"])
 
 
-def launch_delays(complete: pl.DataFrame, links: pl.DataFrame) -> pl.DataFrame:
-    """For each hardware execution linked to a runtime call: device start − call start (ns), with both events' names."""
-    calls = complete.select(call_idx="idx", call=pl.col("name"), call_ts="ts")
-    execs = complete.filter(pl.col("lane") == "hardware").select(exec_idx="idx", exec=pl.col("name"), exec_ts="ts", track=track())
+def launch_delays(tracked: pl.DataFrame, links: pl.DataFrame) -> pl.DataFrame:
+    """For each hardware execution linked to a runtime call (Profile.tracked): device start − call start (ns), with both events' names."""
+    calls = tracked.select(call_idx="idx", call=pl.col("name"), call_ts="ts")
+    execs = tracked.filter(pl.col("lane") == "hardware").select(exec_idx="idx", exec=pl.col("name"), exec_ts="ts", track="track")
     return (
         links.join(execs, on="exec_idx")
         .join(calls, on="call_idx")

@@ -59,7 +59,7 @@ OP_SCHEMA: dict[str, pl.DataType] = {
 
 def device_name(profile: "Profile") -> str:
     """The device the table's device columns are named for: NEURON, MTIA, XPU, CUDA (also ROCm), or "none" for CPU-only traces."""
-    cats = set(profile.complete["cat"].drop_nulls().str.to_lowercase().unique().to_list())
+    cats = set(profile.complete["cat"].drop_nulls().unique().str.to_lowercase().to_list())
     return next((name for name, marks in _DEVICE_CATEGORIES if cats.intersection(marks)), "none")
 
 
@@ -124,7 +124,7 @@ def op_events(profile: "Profile") -> pl.DataFrame:
     """
     host = _tree_events(profile)
     nesting = profile.nesting
-    own = device_attribution(profile).filter(pl.col("op_idx").is_not_null()).group_by("op_idx").agg(self_device=pl.col("dur").sum())
+    own = profile.attribution.filter(pl.col("op_idx").is_not_null()).group_by("op_idx").agg(self_device=pl.col("dur").sum())
     own = own.rename({"op_idx": "idx"})
     events = (
         host.select("idx", pl.col("name").fill_null(""), "input_dims", "pid", "tid", "ts", "dur")
@@ -186,7 +186,7 @@ def op_table(profile: "Profile", group_by_shape: bool = False, sort_by: str = "s
         raise ValueError(f"unknown sort key {sort_by!r}; use one of {', '.join(SORT_KEYS)}")
     keys = ["name", "input_dims"] if group_by_shape else ["name"]
     events = op_events(profile)
-    unlinked = device_attribution(profile).filter(pl.col("op_idx").is_null())
+    unlinked = profile.attribution.filter(pl.col("op_idx").is_null())
     hw_total = int(profile.complete.filter(pl.col("lane") == "hardware")["dur"].sum())
     rows = events.group_by(keys).agg(
         calls=pl.len().cast(pl.Int64),

@@ -16,7 +16,7 @@ from ntrace.lanes import classify, lane_table
 from ntrace.links import launch_links
 from ntrace.manifest import find_manifest
 from ntrace.steps import step_totals
-from ntrace.totals import lane_categories, lane_totals, track_totals, window
+from ntrace.totals import lane_categories, lane_totals, track, track_totals, window
 
 
 @dataclass
@@ -47,6 +47,11 @@ class Profile:
         return self.events.filter(pl.col("ph") == "X")
 
     @cached_property
+    def tracked(self) -> pl.DataFrame:
+        """The complete events with what the per-track analyses read: idx, name, lane (as text), track, ts, end, dur; made once, shared by all."""
+        return self.complete.select("idx", "name", pl.col("lane").cast(pl.String), track(), "ts", "end", "dur")
+
+    @cached_property
     def window(self) -> tuple[int, int]:
         """(first start, last end) of the profiled window, ns."""
         return window(self.complete)
@@ -59,7 +64,7 @@ class Profile:
     @cached_property
     def lanes(self) -> pl.DataFrame:
         """Per lane: events, total, busy, share of the window."""
-        return lane_totals(self.complete, self.window_ns)
+        return lane_totals(self.tracked, self.window_ns)
 
     @cached_property
     def categories(self) -> pl.DataFrame:
@@ -69,7 +74,7 @@ class Profile:
     @cached_property
     def tracks(self) -> pl.DataFrame:
         """Per (lane, track): events, total, busy, idle, gaps, span."""
-        return track_totals(self.complete)
+        return track_totals(self.tracked)
 
     @cached_property
     def hardware_tracks(self) -> pl.DataFrame:
@@ -84,12 +89,12 @@ class Profile:
     @cached_property
     def hardware_idle(self) -> pl.DataFrame:
         """Every idle gap between hardware executions on the same device: (track, gap_start, gap_end, gap)."""
-        return gapmod.hardware_idle(self.complete)
+        return gapmod.hardware_idle(self.tracked)
 
     @cached_property
     def launch_delays(self) -> pl.DataFrame:
         """Per linked hardware execution: the runtime call, the execution and the delay between their starts."""
-        return gapmod.launch_delays(self.complete, self.links)
+        return gapmod.launch_delays(self.tracked, self.links)
 
     @cached_property
     def gaps(self) -> pl.DataFrame:
@@ -104,7 +109,7 @@ class Profile:
     @cached_property
     def steps(self) -> pl.DataFrame:
         """One row per ProfilerStep#N window with per-lane busy time and hardware idle inside it."""
-        return step_totals(self.complete)
+        return step_totals(self.tracked)
 
     @cached_property
     def nesting(self) -> pl.DataFrame:
@@ -112,6 +117,20 @@ class Profile:
         from ntrace.ops import op_tree
 
         return op_tree(self)
+
+    @cached_property
+    def device(self) -> str:
+        """The device the op table's device columns are named for (see ntrace.ops.device_name)."""
+        from ntrace.ops import device_name
+
+        return device_name(self)
+
+    @cached_property
+    def attribution(self) -> pl.DataFrame:
+        """One row per hardware execution: (exec_idx, dur, call_idx, op_idx), the framework op it is self device time of (see ntrace.ops.device_attribution)."""
+        from ntrace.ops import device_attribution
+
+        return device_attribution(self)
 
     @cached_property
     def ops(self) -> pl.DataFrame:

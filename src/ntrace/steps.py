@@ -6,7 +6,6 @@ import polars as pl
 
 from ntrace.intervals import busy, clip
 from ntrace.lanes import LANES
-from ntrace.totals import track
 
 STEP_NAME = r"^ProfilerStep#(\d+)$"
 
@@ -27,13 +26,13 @@ def step_windows(complete: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def step_totals(complete: pl.DataFrame) -> pl.DataFrame:
-    """One row per step: its window, and for each lane the busy ns inside it, plus hardware events and idle.
+def step_totals(tracked: pl.DataFrame) -> pl.DataFrame:
+    """One row per step of Profile.tracked: its window, and for each lane the busy ns inside it, plus hardware events and idle.
 
     An event belongs to the step in which it starts and is clipped to that step's end, so each
     step's numbers stay inside its own window.
     """
-    windows = step_windows(complete)
+    windows = step_windows(tracked)
     if windows.is_empty():
         return windows.with_columns(
             *(pl.lit(0, pl.Int64).alias(f"{lane}_busy") for lane in LANES),
@@ -41,8 +40,8 @@ def step_totals(complete: pl.DataFrame) -> pl.DataFrame:
             hardware_idle=pl.lit(0, pl.Int64),
         )
     in_step = (
-        complete.filter(~pl.col("name").str.contains(STEP_NAME).fill_null(False))
-        .select(pl.col("lane").cast(pl.String), track(), "ts", "end")  # only what busy() needs travels through the sort
+        tracked.filter(~pl.col("name").str.contains(STEP_NAME).fill_null(False))
+        .select("lane", "track", "ts", "end")  # only what busy() needs travels through the sort
         .sort("ts")
         .join_asof(windows.select("step", "start", step_end="end").sort("start"), left_on="ts", right_on="start", strategy="backward")
         .filter(pl.col("step").is_not_null() & (pl.col("ts") < pl.col("step_end")))

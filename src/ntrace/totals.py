@@ -31,9 +31,9 @@ def window(complete: pl.DataFrame) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-def lane_totals(complete: pl.DataFrame, window_ns: int) -> pl.DataFrame:
-    """One row per lane (all five, empty ones included): events, total, busy, share of the window (busy / window)."""
-    per_lane = busy(complete.with_columns(pl.col("lane").cast(pl.String)), ["lane"]).select("lane", "events", "total", "busy")
+def lane_totals(tracked: pl.DataFrame, window_ns: int) -> pl.DataFrame:
+    """One row per lane (all five, empty ones included) of Profile.tracked: events, total, busy, share of the window (busy / window)."""
+    per_lane = busy(tracked, ["lane"]).select("lane", "events", "total", "busy")
     base = pl.DataFrame({"lane": list(LANES)})
     return (
         base.join(per_lane, on="lane", how="left")
@@ -55,7 +55,6 @@ def lane_categories(complete: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def track_totals(complete: pl.DataFrame) -> pl.DataFrame:
-    """One row per (lane, track): events, total, busy, idle, gaps, span, first start and last end (ns)."""
-    tracked = complete.with_columns(pl.col("lane").cast(pl.String), track())
+def track_totals(tracked: pl.DataFrame) -> pl.DataFrame:
+    """One row per (lane, track) of Profile.tracked: events, total, busy, idle, gaps, span, first start and last end (ns)."""
     return busy(tracked, ["lane", "track"]).select("lane", "track", "events", "total", "busy", "idle", "gaps", "span", "first", "last")

@@ -10,7 +10,6 @@ import polars as pl
 from ntrace.analysis import Analysis
 from ntrace.profile import Profile
 from ntrace.render.artifacts import session_dict
-from ntrace.ops import device_name
 from ntrace.render.ops import findings_dicts, ops_dicts
 from ntrace.render.units import us
 
@@ -71,7 +70,7 @@ def profile_dict(profile: Profile) -> dict[str, Any]:
             }
             for r in profile.steps.iter_rows(named=True)
         ],
-        "device": device_name(profile),
+        "device": profile.device,
         "ops": ops_dicts(profile),
         "findings": findings_dicts(profile),
         "warnings": list(profile.warnings),

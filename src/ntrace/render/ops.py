@@ -7,7 +7,7 @@ from typing import Any
 import polars as pl
 
 from ntrace.findings import profile_findings
-from ntrace.ops import device_name, totals
+from ntrace.ops import totals
 from ntrace.profile import Profile
 from ntrace.render.units import fmt_pct, fmt_time, table, us
 
@@ -22,7 +22,7 @@ def _name(name: str) -> str:
 def ops_text(profile: Profile) -> str:
     """The op table with torch's columns, percentages and footer; device columns named for the device (none on CPU-only traces)."""
     ops = profile.ops
-    dev = device_name(profile)
+    dev = profile.device
     self_cpu_total, self_dev_total = totals(profile)
     shapes = "input_dims" in ops.columns
     headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
