@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from ntrace.totals import thread_key
+
 _NEST_SCHEMA = {"idx": pl.Int64, "parent_idx": pl.Int64, "depth": pl.Int64, "open_pos": pl.Int64, "close_pos": pl.Int64}
 
 
@@ -32,9 +34,7 @@ def parents(events: pl.DataFrame) -> pl.DataFrame:
     """
     if events.is_empty():
         return pl.DataFrame(schema=_NEST_SCHEMA)
-    # One integer per thread: sorts, windows and as-of joins on it compare integers, not (pid, tid) text.
-    pid, tid = (pl.col(c).fill_null("?").cast(pl.Categorical).to_physical().cast(pl.Int64) for c in ("pid", "tid"))
-    spans = events.select("idx", thread=pid * (1 << 32) + tid, ts="ts", end="end")
+    spans = events.select("idx", thread_key(pl.col("pid").fill_null("?"), pl.col("tid").fill_null("?")), "ts", "end")
     zero = pl.col("end") == pl.col("ts")
     starts = spans.select("idx", "thread", t="ts", kind=pl.lit(1), neg_end=-pl.col("end"), sub=pl.lit(0), delta=pl.lit(1))
     # A zero-length event's end sorts right after its own start; any other end sorts before every start at that time.

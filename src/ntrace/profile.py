@@ -84,7 +84,7 @@ class Profile:
     @cached_property
     def links(self) -> pl.DataFrame:
         """Runtime call → device activity links: (call_idx, exec_idx, via)."""
-        return launch_links(self.events)
+        return launch_links(self.events, self.complete)
 
     @cached_property
     def hardware_idle(self) -> pl.DataFrame:

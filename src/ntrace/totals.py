@@ -23,6 +23,12 @@ def track() -> pl.Expr:
     )
 
 
+def thread_key(pid: pl.Expr, tid: pl.Expr) -> pl.Expr:
+    """One Int64 per (pid, tid) text pair (null when either is null), so joins, sorts and windows on threads compare integers, not text."""
+    pid_code, tid_code = (e.cast(pl.Categorical).to_physical().cast(pl.Int64) for e in (pid, tid))
+    return (pid_code * (1 << 32) + tid_code).alias("thread")
+
+
 def window(complete: pl.DataFrame) -> tuple[int, int]:
     """The profiled window in ns: first start to last end over all complete events ((0, 0) when empty)."""
     if complete.is_empty():
