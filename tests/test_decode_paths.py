@@ -52,8 +52,8 @@ def _uses_batches(path: Path, monkeypatch: pytest.MonkeyPatch) -> bool:
     taken: list[bool] = []
     real = batches.typed_columns
 
-    def spy(raws, text):  # type: ignore[no-untyped-def]
-        cols = real(raws, text)
+    def spy(*args):  # type: ignore[no-untyped-def]
+        cols = real(*args)
         taken.append(cols is not None)
         return cols
 

@@ -128,20 +128,25 @@ def test_every_format_runs(tmp_path: Path, fmt: str) -> None:
 
 
 def test_loading_reports_bytes_read_and_events_decoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ntrace.batches as batches_mod
     import ntrace.progress as progress_mod
     from ntrace import load
 
     trace = write_trace(tmp_path / "trace.json", [x(f"op{i}", "cpu_op", i, 1) for i in range(200)])
     monkeypatch.setattr(progress_mod, "_CHUNK", 1024)
+    monkeypatch.setattr(batches_mod, "BATCH", 64)
     seen: list[tuple] = []
     with progress(stream=_Tty(), delay=60) as bar:
         monkeypatch.setattr(bar, "update", lambda *a: seen.append(a))
-        load(trace)
+        load(trace)  # memory-mapped: decoded batch by batch
+        load(trace, fast=False)  # read into memory first
     size = trace.stat().st_size
     reads = [s for s in seen if s[0] == "reading trace.json"]
     assert len(reads) == -(-size // 1024) and reads[-1] == ("reading trace.json", size, size, "bytes")
     assert [d for d, *_ in reads] == sorted(d for d, *_ in reads)
-    assert ("decoded trace.json", 200, None, "events") in seen
+    batches = [s for s in seen if s[0] == "decoding trace.json" and s[3] == "events"]
+    assert batches == [("decoding trace.json", n, 200, "events") for n in (64, 128, 192, 200)]
+    assert seen.count(("decoded trace.json", 200, None, "events")) == 2
 
 
 def test_shell_completion_as_documented() -> None:

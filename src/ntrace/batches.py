@@ -21,6 +21,8 @@ from typing import Callable, Sequence
 import msgspec
 import polars as pl
 
+from ntrace.progress import report
+
 #: Events per batch: bounds the Python objects held at once (about 10 MB at Kineto's ~250 B per event).
 BATCH = 20_000
 
@@ -63,14 +65,17 @@ _TIMES = ("ts", "dur")
 _KEYS = ("external_id", "correlation", "stream", "device", "sequence")
 
 
-def typed_columns(raws: Sequence[msgspec.Raw], text: object = None) -> dict[str, pl.Series] | None:
+def typed_columns(raws: Sequence[msgspec.Raw], text: object = None, stage: str = "decoding") -> dict[str, pl.Series] | None:
     """Raw columns (the shape decode's frame builder takes) of the events, or None when a value has a type the typed decoder rejects.
 
-    `text` is the buffer the raws point into; a memory map has its pages released after each batch.
+    `text` is the buffer the raws point into; a memory map has its pages released after each
+    batch. Progress is reported per batch under `stage`.
     """
     release: Callable[[], None] | None = None
     if isinstance(text, mmap.mmap):
         release = lambda: text.madvise(mmap.MADV_DONTNEED)  # noqa: E731
+    if release:
+        release()  # the pages the split into raws read
     parts = []
     for start in range(0, len(raws), BATCH):
         try:
@@ -81,9 +86,10 @@ def typed_columns(raws: Sequence[msgspec.Raw], text: object = None) -> dict[str,
         del events
         if release:
             release()
+        report(stage, start + len(parts[-1]), len(raws), "events")
     if not parts:
         return None
-    frame = pl.concat(parts, rechunk=True)
+    frame = pl.concat(parts, rechunk=False)
     return {name: frame.get_column(name) for name in frame.columns}
 
 

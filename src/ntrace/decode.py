@@ -9,6 +9,7 @@ Column building is shared, so all agree.
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -18,10 +19,10 @@ import orjson
 import polars as pl
 
 from ntrace.errors import TraceFormatError
-from ntrace.limits import DECODE_FACTOR, PLAIN_DECODE_FACTOR, check_fits
+from ntrace.limits import PLAIN_DECODE_FACTOR, check_fits
 from ntrace.batches import typed_columns
 from ntrace.progress import report
-from ntrace.readfile import read_json
+from ntrace.readfile import map_json, read_json
 from ntrace.salvage import keep_first_events, repair_json
 from ntrace.sanity import checked_events
 
@@ -129,7 +130,7 @@ def decode_trace(path: str | Path, *, fast: bool = True, max_events: int | None 
 def _decode(path: Path, fast: bool, max_events: int | None, warnings: list[str]) -> DecodedTrace:
     """decode_trace's work, appending warnings as it goes."""
     if max_events is None:
-        raw = read_json(path, warnings, factor=DECODE_FACTOR if fast else PLAIN_DECODE_FACTOR)
+        raw = map_json(path, warnings) if fast else read_json(path, warnings, factor=PLAIN_DECODE_FACTOR)
         cut = False
     else:
         whole = read_json(path, warnings, factor=2)
@@ -153,12 +154,13 @@ def _decode(path: Path, fast: bool, max_events: int | None, warnings: list[str])
     return DecodedTrace(path, checked_events(_frame(cols, path, warnings), path, warnings), meta, warnings)
 
 
-def _columns(raw: bytes, path: Path, fast: bool, warnings: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _columns(raw: bytes | mmap.mmap, path: Path, fast: bool, warnings: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Columns and metadata through the fastest decoder that accepts `raw`; damaged text is repaired (ntrace.salvage) once."""
     if fast:
-        cols, meta = _batch_columns(raw)
+        cols, meta = _batch_columns(raw, f"decoding {path.name}")
         if cols is not None:
             return cols, meta
+        raw = bytes(raw)  # a memory map: the coercing decoders and the repairs take bytes
         try:
             return _typed_columns(_TYPED.decode(raw))
         except msgspec.ValidationError:
@@ -180,13 +182,13 @@ def _repaired_columns(raw: bytes, path: Path, fast: bool, warnings: list[str]) -
     return _plain_columns(fixed, path, warnings)
 
 
-def _batch_columns(raw: bytes) -> tuple[dict[str, pl.Series] | None, dict[str, Any]]:
+def _batch_columns(raw: bytes | mmap.mmap, stage: str) -> tuple[dict[str, pl.Series] | None, dict[str, Any]]:
     """Columns through the batched typed decoder (ntrace.batches), or (None, {}) when the file needs a coercing decoder."""
     try:
         listed = _RAW.decode(raw)
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None, {}  # the typed and plain decoders coerce, repair or report it
-    cols = typed_columns(listed if isinstance(listed, list) else listed.traceEvents or [], raw)
+    cols = typed_columns(listed if isinstance(listed, list) else listed.traceEvents or [], raw, stage)
     return (cols, _meta(listed)) if cols is not None else (None, {})
 
 

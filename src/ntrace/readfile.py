@@ -4,12 +4,16 @@ Only regular files are opened (a FIFO or a device would block or never end); a g
 decompressed with an output cap derived from the memory available, so a small file that
 inflates to more than fits (a gzip bomb, or a huge trace) fails early with both sizes named;
 a gzip stream cut off mid-write yields what it holds, with a warning; a UTF-8 BOM is dropped.
+An uncompressed file can be memory-mapped instead of read (`map_json`), so its pages can be
+released as decoding moves on.
 """
 
 from __future__ import annotations
 
 import errno
+import mmap
 import os
+import re
 import stat
 import zlib
 from pathlib import Path
@@ -20,6 +24,8 @@ from ntrace.progress import read_all
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
+_TEXT = re.compile(rb"\s*\S")
+_EMPTY = "is empty: no trace events (was the profiler stopped before it wrote?)"
 
 
 def read_json(path: Path, warnings: list[str], *, factor: int = DECODE_FACTOR) -> bytes:
@@ -29,8 +35,32 @@ def read_json(path: Path, warnings: list[str], *, factor: int = DECODE_FACTOR) -
     if raw.startswith(_BOM):
         raw = raw[len(_BOM) :]
     if not raw or raw.isspace():  # not raw.strip(): that copies the whole file
-        raise TraceFormatError(path, "is empty: no trace events (was the profiler stopped before it wrote?)")
+        raise TraceFormatError(path, _EMPTY)
     return raw
+
+
+def map_json(path: Path, warnings: list[str], *, factor: int = DECODE_FACTOR) -> bytes | mmap.mmap:
+    """The file's JSON as a read-only memory map when it is plain JSON; gzip or a BOM fall back to `read_json`'s bytes.
+
+    The map stays open while anything refers to it (the decoder's raw event slices do). Its
+    pages are the page cache's, so they can be released and read again; a file truncated by
+    another process while it is being decoded would fault, as with any mapped file.
+    """
+    if error := regular_file_error(path):
+        raise error
+    try:
+        with path.open("rb") as fh:
+            total = os.fstat(fh.fileno()).st_size
+            check_fits(path, total, factor=factor)
+            head = fh.read(3)
+            if not total or head[:2] == _GZIP_MAGIC or head == _BOM:
+                return read_json(path, warnings, factor=factor)
+            mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    if not _TEXT.match(mapped):
+        raise TraceFormatError(path, _EMPTY)
+    return mapped
 
 
 def regular_file_error(path: Path) -> InputError | None:
