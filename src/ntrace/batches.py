@@ -78,12 +78,15 @@ def typed_columns(raws: Sequence[msgspec.Raw], text: object = None, stage: str =
         release()  # the pages the split into raws read
     parts = []
     for start in range(0, len(raws), BATCH):
+        batch = list(raws[start : start + BATCH])
+        batch[0] = b"[" + bytes(batch[0])  # brackets on the end items: wrapping the joined text would copy it twice
+        batch[-1] = bytes(batch[-1]) + b"]"
         try:
-            events = _BATCH.decode(b"[" + b",".join(raws[start : start + BATCH]) + b"]")
+            events = _BATCH.decode(b",".join(batch))
         except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
             return None
         parts.append(_batch_frame(events))
-        del events
+        del events, batch
         if release:
             release()
         report(stage, start + len(parts[-1]), len(raws), "events")
@@ -98,7 +101,8 @@ def _batch_frame(events: list[_Event]) -> pl.DataFrame:
     args = [e.args or _NO_ARGS for e in events]
     cols: dict[str, pl.Series] = {}
     for name in _TEXT:
-        cols[name] = pl.Series(name, list(map(attrgetter(name), events)), dtype=pl.String)
+        column = "flow_bp" if name == "bp" else name
+        cols[column] = pl.Series(column, list(map(attrgetter(name), events)), dtype=pl.String)
     for name in _IDS:
         cols[name] = _text_ids(name, list(map(attrgetter(name), events)))
     for name in _TIMES:
@@ -107,7 +111,7 @@ def _batch_frame(events: list[_Event]) -> pl.DataFrame:
     for name in _KEYS:
         cols[name] = _int_keys(name, list(map(attrgetter(name), args)))
     cols["input_dims"] = pl.Series("input_dims", [bytes(a.input_dims) or None for a in args], dtype=pl.Binary)
-    return pl.DataFrame(cols).rename({"bp": "flow_bp"})
+    return pl.DataFrame(cols)
 
 
 def _text_ids(name: str, values: list) -> pl.Series:
