@@ -56,14 +56,10 @@ def lane_table(extra: Mapping[str, str] | None = None) -> pl.DataFrame:
 def classify(events: pl.DataFrame, table: pl.DataFrame | None = None) -> pl.DataFrame:
     """Add `lane` and `side` to every event; categories the table does not name go to `other` on the host."""
     table = lane_table() if table is None else table
-    keyed = table.select(pl.col("category").str.to_lowercase().alias("_cat"), "lane", "side")
-    lane_enum = pl.Enum(LANES)
-    return (
-        events.with_columns(_cat=pl.col("cat").str.to_lowercase())
-        .join(keyed, on="_cat", how="left", maintain_order="left")
-        .drop("_cat")
-        .with_columns(
-            lane=pl.col("lane").fill_null("other").cast(lane_enum),
-            side=pl.col("side").fill_null("host"),
-        )
+    cats = table["category"].str.to_lowercase()
+    cat = pl.col("cat").str.to_lowercase()
+    # two new columns by lookup: a join would copy every column of the events frame
+    return events.with_columns(
+        lane=cat.replace_strict(cats, table["lane"], default="other", return_dtype=pl.Enum(LANES)),
+        side=cat.replace_strict(cats, table["side"], default="host", return_dtype=pl.String),
     )
