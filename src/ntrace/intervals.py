@@ -31,11 +31,13 @@ def gaps(frame: pl.DataFrame, by: Sequence[str], start: str = "ts", end: str = "
     by = list(by)
     keys = _sort_keys(frame, by)
     names = [key.meta.output_name() for key in keys]
+    ordered = frame.select(*by, start, end, *keys).sort(start)
+    for name in reversed(names):  # stable one-key sorts, last key first: cheaper than one sort on (*by, start); order among equal starts changes no gap
+        ordered = ordered.sort(name, maintain_order=True)
+    new_track = pl.any_horizontal([pl.col(name).ne_missing(pl.col(name).shift()) for name in names])
     return (
-        frame.select(*by, start, end, *keys)
-        .sort(start)
-        .sort(names, maintain_order=True)  # two one-key sorts beat one sort on (track, start); order among equal starts changes no gap
-        .with_columns(_reach=pl.col(end).cum_max().shift(1).over(names))
+        ordered.with_columns(_track=new_track.cum_sum().set_sorted())  # one sorted integer per track: the cheapest window key
+        .with_columns(_reach=pl.col(end).cum_max().shift(1).over("_track"))
         .filter(pl.col(start) > pl.col("_reach"))
         .select(*by, gap_start=pl.col("_reach"), gap_end=pl.col(start), gap=pl.col(start) - pl.col("_reach"))
     )
