@@ -1,4 +1,4 @@
-"""The batched typed decoder (ntrace.batches) and the memory-mapped read it runs on (ntrace.readfile.map_json)."""
+"""The batched typed decoder (ntrace.batches)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 import ntrace.batches as batches
 from ntrace import decode_trace
 from ntrace.decode import _RAW
-from ntrace.errors import TraceFormatError
 from ntrace.readfile import map_json
 
 from conftest import write_trace, x
@@ -48,21 +47,3 @@ def test_columns_from_a_memory_map_equal_those_from_bytes(tmp_path: Path) -> Non
 def test_a_value_of_another_type_declines() -> None:
     raws = _RAW.decode(b'[{"ph": "X", "ts": "12.5"}]')
     assert batches.typed_columns(raws) is None  # the caller falls back to the coercing decoders
-
-
-def test_map_json_maps_plain_json_only(tmp_path: Path) -> None:
-    plain = write_trace(tmp_path / "t.json", [x("a", "cpu_op", 1, 2)])
-    gz = write_trace(tmp_path / "t.json.gz", [x("a", "cpu_op", 1, 2)], gz=True)
-    bom = tmp_path / "bom.json"
-    bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
-    assert isinstance(map_json(plain, []), mmap.mmap)
-    assert map_json(gz, []) == plain.read_bytes()
-    assert map_json(bom, []) == plain.read_bytes()
-
-
-@pytest.mark.parametrize("text", [b"", b"  \n\t "])
-def test_map_json_empty_file(tmp_path: Path, text: bytes) -> None:
-    path = tmp_path / "empty.json"
-    path.write_bytes(text)
-    with pytest.raises(TraceFormatError, match="is empty"):
-        map_json(path, [])

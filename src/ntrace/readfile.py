@@ -10,28 +10,42 @@ released as decoding moves on.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import io
 import mmap
 import os
 import re
 import stat
+import tempfile
 import zlib
 from pathlib import Path
+from typing import BinaryIO, Iterator
 
 from ntrace.errors import InputError, TraceFormatError
 from ntrace.limits import DECODE_FACTOR, available_memory, check_fits, size
-from ntrace.progress import read_all
+from ntrace.progress import read_all, report
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
 _TEXT = re.compile(rb"\s*\S")
+#: Compressed bytes read, and most bytes inflated, at a time.
+_IN_CHUNK = 1 << 20
+_OUT_CHUNK = 16 << 20
 _EMPTY = "is empty: no trace events (was the profiler stopped before it wrote?)"
 
 
 def read_json(path: Path, warnings: list[str], *, factor: int = DECODE_FACTOR) -> bytes:
     """The file's JSON bytes, gunzipped when gzip, without a BOM; `factor` is the memory needed per JSON byte."""
-    compressed = _read_regular(path, factor)
-    raw = _gunzip(compressed, path, warnings, factor) if compressed[:2] == _GZIP_MAGIC else compressed
+    with _open_regular(path, factor) as (fh, total):
+        if fh.read(2) == _GZIP_MAGIC:
+            fh.seek(0)
+            sink = io.BytesIO()
+            _gunzip(fh, total, sink, path, warnings, factor)
+            raw: bytes = sink.getvalue()  # the buffer itself, not a copy
+        else:
+            fh.seek(0)
+            raw = read_all(fh, total, f"reading {path.name}")
     if raw.startswith(_BOM):
         raw = raw[len(_BOM) :]
     if not raw or raw.isspace():  # not raw.strip(): that copies the whole file
@@ -39,25 +53,31 @@ def read_json(path: Path, warnings: list[str], *, factor: int = DECODE_FACTOR) -
     return raw
 
 
-def map_json(path: Path, warnings: list[str], *, factor: int = DECODE_FACTOR) -> bytes | mmap.mmap:
-    """The file's JSON as a read-only memory map when it is plain JSON; gzip or a BOM fall back to `read_json`'s bytes.
+def map_json(path: Path, warnings: list[str], *, factor: int = DECODE_FACTOR) -> mmap.mmap | bytes:
+    """The file's JSON as a read-only memory map, so a decoder can release pages it has read; gzip is streamed into an unnamed temporary file first.
 
     The map stays open while anything refers to it (the decoder's raw event slices do). Its
     pages are the page cache's, so they can be released and read again; a file truncated by
-    another process while it is being decoded would fault, as with any mapped file.
+    another process while it is being decoded would fault, as with any mapped file. A file
+    that starts with a BOM is read as bytes instead.
     """
-    if error := regular_file_error(path):
-        raise error
-    try:
-        with path.open("rb") as fh:
-            total = os.fstat(fh.fileno()).st_size
-            check_fits(path, total, factor=factor)
-            head = fh.read(3)
-            if not total or head[:2] == _GZIP_MAGIC or head == _BOM:
-                return read_json(path, warnings, factor=factor)
+    with _open_regular(path, factor) as (fh, total):
+        head = fh.read(3)
+        if head[:2] == _GZIP_MAGIC:
+            fh.seek(0)
+            with tempfile.TemporaryFile(prefix="ntrace-") as tmp:
+                if not _gunzip(fh, total, tmp, path, warnings, factor):
+                    raise TraceFormatError(path, _EMPTY)
+                tmp.seek(0)
+                if tmp.read(3) == _BOM:
+                    tmp.seek(0)
+                    tmp.write(b"   ")  # JSON whitespace in place of the BOM: the map starts at offset 0
+                tmp.flush()
+                mapped = mmap.mmap(tmp.fileno(), 0, access=mmap.ACCESS_READ)
+        elif not total or head == _BOM:
+            return read_json(path, warnings, factor=factor)
+        else:
             mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except OSError as exc:
-        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
     if not _TEXT.match(mapped):
         raise TraceFormatError(path, _EMPTY)
     return mapped
@@ -80,47 +100,61 @@ def regular_file_error(path: Path) -> InputError | None:
     return None
 
 
-def _read_regular(path: Path, factor: int) -> bytes:
-    """The bytes of `path`, once it is known to be a regular file whose size fits in memory."""
+@contextlib.contextmanager
+def _open_regular(path: Path, factor: int) -> Iterator[tuple[BinaryIO, int]]:
+    """The open file and its size, once it is known to be a regular file whose size fits in memory."""
     if error := regular_file_error(path):
         raise error
     try:
         with path.open("rb") as fh:
             total = os.fstat(fh.fileno()).st_size
             check_fits(path, total, factor=factor)
-            return read_all(fh, total, f"reading {path.name}")
+            yield fh, total
     except OSError as exc:
         raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
 
 
-def _gunzip(data: bytes, path: Path, warnings: list[str], factor: int) -> bytes:
-    """Decompress every gzip member, at most the memory available / `factor` bytes; a truncated stream gives what it holds."""
+def _gunzip(src: BinaryIO, total: int, sink: BinaryIO, path: Path, warnings: list[str], factor: int) -> int:
+    """Stream every gzip member of `src` (`total` bytes) into `sink`, at most the memory available / `factor` bytes; returns the bytes written.
+
+    A truncated stream gives what it holds, with a warning; zero padding after the last member
+    is skipped, other trailing data is ignored with a warning.
+    """
     cap = max(available_memory() // factor, 1)
-    parts: list[bytes] = []
-    held = 0
-    rest = data
-    while rest:
-        inflater = zlib.decompressobj(wbits=31)
+    held = read = 0
+    inflater = zlib.decompressobj(wbits=31)
+    pending = b""
+    while True:
+        if not pending:
+            pending = src.read(_IN_CHUNK)
+            read += len(pending)
+            report(f"reading {path.name}", read, total, "bytes")
+            if not pending:
+                break
         try:
-            part = inflater.decompress(rest, cap - held + 1)
+            out = inflater.decompress(pending, _OUT_CHUNK)
         except zlib.error as exc:
             raise TraceFormatError(path, f"is a corrupt gzip file ({exc}); re-copy it from the source") from None
-        held += len(part)
-        parts.append(part)
+        pending = inflater.unconsumed_tail
+        held += len(out)
         if held > cap:
             raise InputError(
                 path,
-                f"is too large to analyze here: its {size(len(data))} of gzip inflate to more than {size(cap)} of JSON, "
+                f"is too large to analyze here: its {size(total)} of gzip inflate to more than {size(cap)} of JSON, "
                 f"which needs more than {size(cap * factor)} of memory; use --max-events, or a machine with more memory",
             )
+        sink.write(out)
         if not inflater.eof:
-            warnings.append(
-                f"{path}: the gzip stream is cut off at byte {len(data):,} (a copy not finished?); "
-                f"using the {size(held)} it holds"
-            )
-            break
-        rest = inflater.unused_data.lstrip(b"\0")  # concatenated members; zero padding after the last one
-        if rest and rest[:2] != _GZIP_MAGIC:
-            warnings.append(f"{path}: {len(rest):,} bytes of trailing data after the gzip stream were ignored")
-            break
-    return parts[0] if len(parts) == 1 else b"".join(parts)
+            continue
+        pending = inflater.unused_data.lstrip(b"\0")  # concatenated members; zero padding after the last one
+        while len(pending) < 2 and (more := src.read(_IN_CHUNK)):
+            read += len(more)
+            pending = (pending + more).lstrip(b"\0")
+        if not pending:
+            return held
+        if pending[:2] != _GZIP_MAGIC:
+            warnings.append(f"{path}: {len(pending) + total - read:,} bytes of trailing data after the gzip stream were ignored")
+            return held
+        inflater = zlib.decompressobj(wbits=31)
+    warnings.append(f"{path}: the gzip stream is cut off at byte {total:,} (a copy not finished?); using the {size(held)} it holds")
+    return held
