@@ -155,10 +155,12 @@ def op_events(profile: "Profile") -> pl.DataFrame:
         .group_by("keeper")
         .agg(pl.col("self_cpu").sum(), pl.col("self_device").sum())
         .rename({"keeper": "idx"})
+        .sort("idx")
     )
     return (
         events.drop("self_cpu", "self_device")
-        .join(moved, on="idx")
+        .join(moved, on="idx", how="left", maintain_order="left")  # both sorted by idx: a merge, not a hash join
+        .filter(pl.col("self_cpu").is_not_null())  # only the keepers: ops folded into their parent are gone
         .select(
             "idx",
             op_name(pl.col("name")),
