@@ -22,13 +22,8 @@ def _sort_keys(frame: pl.DataFrame, by: Sequence[str]) -> list[pl.Expr]:
     return keys
 
 
-def gaps(frame: pl.DataFrame, by: Sequence[str], start: str = "ts", end: str = "end") -> pl.DataFrame:
-    """Idle gaps per track: every stretch between merged intervals, as (*by, gap_start, gap_end, gap).
-
-    Sorted by start within each track, a gap opens where an interval starts after the latest end
-    seen so far (the running max of ends, so overlaps and nesting merge away).
-    """
-    by = list(by)
+def _reaching(frame: pl.DataFrame, by: list[str], start: str, end: str) -> pl.DataFrame:
+    """The intervals sorted by track and start, with `_track` (one sorted integer per track) and `_reach` (latest end before each)."""
     keys = _sort_keys(frame, by)
     names = [key.meta.output_name() for key in keys]
     ordered = frame.select(*by, start, end, *keys).sort(start)
@@ -36,8 +31,20 @@ def gaps(frame: pl.DataFrame, by: Sequence[str], start: str = "ts", end: str = "
         ordered = ordered.sort(name, maintain_order=True)
     new_track = pl.any_horizontal([pl.col(name).ne_missing(pl.col(name).shift()) for name in names])
     return (
-        ordered.with_columns(_track=new_track.cum_sum().set_sorted())  # one sorted integer per track: the cheapest window key
+        ordered.with_columns(_track=new_track.cum_sum().set_sorted())  # the cheapest window and group key
         .with_columns(_reach=pl.col(end).cum_max().shift(1).over("_track"))
+    )
+
+
+def gaps(frame: pl.DataFrame, by: Sequence[str], start: str = "ts", end: str = "end") -> pl.DataFrame:
+    """Idle gaps per track: every stretch between merged intervals, as (*by, gap_start, gap_end, gap).
+
+    Sorted by start within each track, a gap opens where an interval starts after the latest end
+    seen so far (the running max of ends, so overlaps and nesting merge away).
+    """
+    by = list(by)
+    return (
+        _reaching(frame, by, start, end)
         .filter(pl.col(start) > pl.col("_reach"))
         .select(*by, gap_start=pl.col("_reach"), gap_end=pl.col(start), gap=pl.col(start) - pl.col("_reach"))
     )
@@ -47,19 +54,24 @@ def busy(frame: pl.DataFrame, by: Sequence[str], start: str = "ts", end: str = "
     """Per track: events, summed duration, first start, last end, span, idle (sum of gaps), gaps count and busy (union).
 
     busy is span − idle, so busy + idle = span holds exactly per track; the union itself is checked
-    against an independent computation in the tests.
+    against an independent computation in the tests. Spans and gaps come from one sorted pass,
+    grouped on its integer track key.
     """
     by = list(by)
-    idle = gaps(frame, by, start, end).group_by(by).agg(idle=pl.col("gap").sum(), gaps=pl.len())
-    spans = frame.group_by(by).agg(
-        events=pl.len(),
-        total=(pl.col(end) - pl.col(start)).sum(),
-        first=pl.col(start).min(),
-        last=pl.col(end).max(),
-    )
+    opens_gap = pl.col(start) > pl.col("_reach")
     return (
-        spans.join(idle, on=by, how="left", nulls_equal=True)
-        .with_columns(pl.col("idle").fill_null(0), pl.col("gaps").fill_null(0).cast(pl.Int64))
+        _reaching(frame, by, start, end)
+        .group_by("_track")
+        .agg(
+            *(pl.col(name).first() for name in by),
+            events=pl.len(),
+            total=(pl.col(end) - pl.col(start)).sum(),
+            first=pl.col(start).min(),
+            last=pl.col(end).max(),
+            idle=(pl.col(start) - pl.col("_reach")).filter(opens_gap).sum(),
+            gaps=opens_gap.sum().cast(pl.Int64),
+        )
+        .drop("_track")
         .with_columns(span=pl.col("last") - pl.col("first"))
         .with_columns(busy=pl.col("span") - pl.col("idle"))
         .sort(by)
