@@ -36,6 +36,12 @@ def _events() -> pl.Expr:
     return pl.struct("idx", "name", "ts", "dur").sort_by("ts").head(MAX_EVENTS).alias("events")
 
 
+def _with_events(chosen: pl.DataFrame, rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """The chosen groups with the events column listed from `rows` for them alone (listing every group's events costs more than the rest)."""
+    listed = rows.join(chosen.select(keys), on=keys).group_by(keys).agg(_events())
+    return chosen.join(listed, on=keys, how="left", maintain_order="left")
+
+
 def _finding(frame: pl.DataFrame, kind: str, subject: str, summary: Callable[[dict[str, Any]], str]) -> pl.DataFrame:
     """Shape aggregated rows into findings; the summary line of each (a handful of rows) is written from its values."""
     lines = [summary(row) for row in frame.iter_rows(named=True)]
@@ -92,14 +98,13 @@ def small_runs(profile: "Profile", top: int = 3, max_gap: int = MAX_DISPATCH_GAP
             time=pl.col("gap_after").filter(pl.col("small")).sum(),
             busy=pl.col("dur").sum(),
             first=pl.col("ts").min(),
-            events=_events(),
         )
         .filter(pl.col("execs") >= 3)
         .sort(["time", "first"], descending=[True, False])
         .head(top)
     )
     return _finding(
-        runs,
+        _with_events(runs, hw, ["track", "run"]),
         "small_executions",
         "track",
         lambda r: f"{r['track']}: {r['execs']} executions ({fmt_time(r['busy'])} busy) separated by {fmt_time(r['time'])} of idle gaps, "
@@ -110,7 +115,8 @@ def small_runs(profile: "Profile", top: int = 3, max_gap: int = MAX_DISPATCH_GAP
 def host_to_device_copies(profile: "Profile") -> pl.DataFrame:
     """Ops that copy host memory to the device while they run: the copy call, the device copy it started, and the op."""
     complete = profile.complete
-    copies = complete.filter((pl.col("side") == "device") & pl.col("name").fill_null("").str.contains(_HTOD))
+    device_side = complete.select("idx", "name", "side").filter(pl.col("side") == "device")
+    copies = device_side.filter(pl.col("name").fill_null("").str.contains(_HTOD))  # the pattern runs on device-side names only
     by_device = launching_ops(profile, copies).filter(pl.col("op_idx").is_not_null())
     calls = complete.filter((pl.col("lane") == "runtime_api") & pl.col("name").is_in(HOST_TO_DEVICE_CALLS)).select("idx")
     by_call = calls.join(host_anchors(profile), on="idx").filter(pl.col("op_idx").is_not_null())
