@@ -34,13 +34,14 @@ def parents(events: pl.DataFrame) -> pl.DataFrame:
     """
     if events.is_empty():
         return pl.DataFrame(schema=_NEST_SCHEMA)
-    spans = events.select("idx", thread_key(pl.col("pid").fill_null("?"), pl.col("tid").fill_null("?")), "ts", "end")
+    spans = events.select("idx", thread_key(pl.col("pid").fill_null("?"), pl.col("tid").fill_null("?")), "ts", "end", row=pl.int_range(pl.len()))
     zero = pl.col("end") == pl.col("ts")
-    starts = spans.select("idx", "thread", t="ts", kind=pl.lit(1), neg_end=-pl.col("end"), sub=pl.lit(0), delta=pl.lit(1))
+    starts = spans.select("idx", "thread", "row", t="ts", kind=pl.lit(1), neg_end=-pl.col("end"), sub=pl.lit(0), delta=pl.lit(1))
     # A zero-length event's end sorts right after its own start; any other end sorts before every start at that time.
     ends = spans.select(
         "idx",
         "thread",
+        "row",
         t="end",
         kind=pl.when(zero).then(1).otherwise(0),
         neg_end=pl.when(zero).then(-pl.col("end")).otherwise(0),
@@ -53,15 +54,15 @@ def parents(events: pl.DataFrame) -> pl.DataFrame:
         pl.concat([starts, ends])
         .sort(["t", "kind", "neg_end", "idx", "sub"])
         .sort("thread", maintain_order=True)
-        .select("idx", "thread", "delta", pos=pl.int_range(pl.len(), dtype=pl.Int64), depth=pl.col("delta").cum_sum() - 1)
+        .select("idx", "thread", "row", "delta", pos=pl.int_range(pl.len(), dtype=pl.Int64), depth=pl.col("delta").cum_sum() - 1)
     )
-    opens = points.filter(pl.col("delta") == 1).select("idx", "thread", "pos", "depth")
-    closes = points.filter(pl.col("delta") == -1).select("idx", close_pos="pos")
+    opens = points.filter(pl.col("delta") == 1).select("idx", "thread", "row", "pos", "depth")
     openers = opens.select("thread", "pos", parent_idx="idx", depth=pl.col("depth") + 1)
+    # Back in the events' own row order by sorting on the row number: cheaper than joining on idx.
+    opened = opens.join_asof(openers, on="pos", by=["thread", "depth"], strategy="backward", allow_exact_matches=False, check_sortedness=False).sort("row")
+    closed = points.filter(pl.col("delta") == -1).select("row", "pos").sort("row")
     return (
-        opens.join_asof(openers, on="pos", by=["thread", "depth"], strategy="backward", allow_exact_matches=False, check_sortedness=False)
-        .join(closes, on="idx")
-        .select("idx", "parent_idx", "depth", open_pos="pos", close_pos="close_pos")
+        pl.DataFrame({"idx": events["idx"], "parent_idx": opened["parent_idx"], "depth": opened["depth"], "open_pos": opened["pos"], "close_pos": closed["pos"]})
         .cast(_NEST_SCHEMA)
         .sort("idx")
     )
