@@ -139,12 +139,14 @@ def op_events(profile: "Profile") -> pl.DataFrame:
         )
     )
     shape = events.select("idx", "name", "parent_idx")
-    only_child = shape.group_by("parent_idx").agg(_children=pl.len())
-    folded = (
-        shape.join(shape.select(parent_idx="idx", _parent_name="name"), on="parent_idx", how="left")
-        .join(only_child, on="parent_idx", how="left")
-        .select("idx", target=~((pl.col("name") == pl.col("_parent_name")) & (pl.col("_children") == 1)).fill_null(False))
+    only_children = (
+        shape.filter(pl.col("parent_idx").is_not_null())
+        .group_by("parent_idx")
+        .agg(_children=pl.len(), idx=pl.col("idx").first(), name=pl.col("name").first())
+        .filter(pl.col("_children") == 1)
     )
+    folding = only_children.join(shape.select(parent_idx="idx", _parent_name="name"), on="parent_idx").filter(pl.col("name") == pl.col("_parent_name"))
+    folded = shape.select("idx", target=~pl.col("idx").is_in(folding["idx"].implode()))
     keeper = (
         nearest_ancestor(nesting, folded)
         .join(folded, on="idx")
