@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -61,6 +59,9 @@ def analyze(
         return Analysis(root, [profile], warnings=artifact_warnings(sessions))
     n = len(traces)
     if jobs > 1 and n > 1:
+        from concurrent.futures import ProcessPoolExecutor  # imported here: process pools cost ~25 ms of start-up to import
+        from multiprocessing import get_context
+
         with ProcessPoolExecutor(max_workers=min(jobs, n), mp_context=get_context("spawn")) as pool:  # fork can deadlock Polars' threads
             results = list(pool.map(_load_one, traces, [fast] * n, [lanes] * n, [max_events] * n))
     else:
