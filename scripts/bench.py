@@ -38,6 +38,8 @@ FLOOR = (
     "orjson.loads(gzip.decompress(data) if data[:2] == b'\\x1f\\x8b' else data)\n"
 )
 
+LOAD = "import sys\nfrom ntrace import load\nload(sys.argv[1])\n"
+
 HTA = (
     "import logging, sys\n"
     "logging.disable(logging.CRITICAL)\n"
@@ -110,6 +112,7 @@ def bench_trace(trace: Path, workdir: Path, repeat: int, hta_python: str | None)
     cmds = {
         "floor (orjson.loads)": [PY, "-c", FLOOR, str(trace)],
         "ntrace analyze": ntrace("analyze", "--format", "json", "-q", str(trace)),
+        "ntrace load (decode + lanes only)": [PY, "-c", LOAD, str(trace)],
         "ntrace analyze --plain": ntrace("analyze", "--format", "json", "-q", "--plain", str(trace)),
         "ntrace analyze (Parquet)": ntrace("analyze", "--format", "json", "-q", str(parquet)),
     }
