@@ -87,3 +87,19 @@ def test_empty_files(tmp_path: Path, text: bytes) -> None:
     for read in (map_json, read_json):
         with pytest.raises(TraceFormatError, match="is empty"):
             read(path, [])
+
+
+def test_gzip_inflates_into_memory_when_no_temporary_file_can_be_written(tmp_path: Path, plain: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    gz = tmp_path / "t.json.gz"
+    gz.write_bytes(gzip.compress(plain.read_bytes())[:-30])  # cut off: its warning is given once
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", full)
+    warnings: list[str] = []
+    got = map_json(gz, warnings)
+    assert isinstance(got, bytes) and plain.read_bytes().startswith(got)
+    assert len(warnings) == 1 and "cut off" in warnings[0]

@@ -64,16 +64,12 @@ def map_json(path: Path, warnings: list[str], *, factor: int = DECODE_FACTOR) ->
     with _open_regular(path, factor) as (fh, total):
         head = fh.read(3)
         if head[:2] == _GZIP_MAGIC:
-            fh.seek(0)
-            with tempfile.TemporaryFile(prefix="ntrace-") as tmp:
-                if not _gunzip(fh, total, tmp, path, warnings, factor):
-                    raise TraceFormatError(path, _EMPTY)
-                tmp.seek(0)
-                if tmp.read(3) == _BOM:
-                    tmp.seek(0)
-                    tmp.write(b"   ")  # JSON whitespace in place of the BOM: the map starts at offset 0
-                tmp.flush()
-                mapped = mmap.mmap(tmp.fileno(), 0, access=mmap.ACCESS_READ)
+            notes: list[str] = []
+            try:
+                mapped = _gunzip_mapped(fh, total, path, notes, factor)
+            except OSError:  # no room for the temporary file: inflate into memory instead
+                return read_json(path, warnings, factor=factor)
+            warnings.extend(notes)
         elif not total or head == _BOM:
             return read_json(path, warnings, factor=factor)
         else:
@@ -98,6 +94,20 @@ def regular_file_error(path: Path) -> InputError | None:
     if not stat.S_ISREG(st.st_mode):
         return InputError(path, "is not a regular file (a pipe, socket or device?); copy the trace to a file first")
     return None
+
+
+def _gunzip_mapped(fh: BinaryIO, total: int, path: Path, warnings: list[str], factor: int) -> mmap.mmap:
+    """The gzip file `fh` inflated into an unnamed temporary file, memory-mapped (the file goes when the map does)."""
+    fh.seek(0)
+    with tempfile.TemporaryFile(prefix="ntrace-") as tmp:
+        if not _gunzip(fh, total, tmp, path, warnings, factor):
+            raise TraceFormatError(path, _EMPTY)
+        tmp.seek(0)
+        if tmp.read(3) == _BOM:
+            tmp.seek(0)
+            tmp.write(b"   ")  # JSON whitespace in place of the BOM: the map starts at offset 0
+        tmp.flush()
+        return mmap.mmap(tmp.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 @contextlib.contextmanager
