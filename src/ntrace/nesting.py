@@ -13,6 +13,9 @@ import polars as pl
 
 from ntrace.totals import thread_key
 
+#: The rank of an end that sorts before every start at its time.
+_FIRST = -(2**63)
+
 _NEST_SCHEMA = {"idx": pl.Int64, "parent_idx": pl.Int64, "depth": pl.Int64, "open_pos": pl.Int64, "close_pos": pl.Int64}
 
 
@@ -34,38 +37,38 @@ def parents(events: pl.DataFrame) -> pl.DataFrame:
     """
     if events.is_empty():
         return pl.DataFrame(schema=_NEST_SCHEMA)
-    spans = events.select("idx", thread_key(pl.col("pid").fill_null("?"), pl.col("tid").fill_null("?")), "ts", "end", row=pl.int_range(pl.len()))
+    events = events.sort("idx")  # a no-op on Profile frames (flagged sorted); row order is then file order, torch's last tie-break
+    thread = thread_key(pl.col("pid").fill_null("?"), pl.col("tid").fill_null("?"))
+    spans = events.select(thread, "ts", "end", row=pl.int_range(pl.len(), dtype=pl.Int64))
     zero = pl.col("end") == pl.col("ts")
-    starts = spans.select("idx", "thread", "row", t="ts", kind=pl.lit(1), neg_end=-pl.col("end"), sub=pl.lit(0), delta=pl.lit(1))
-    # A zero-length event's end sorts right after its own start; any other end sorts before every start at that time.
-    ends = spans.select(
-        "idx",
-        "thread",
-        "row",
-        t="end",
-        kind=pl.when(zero).then(1).otherwise(0),
-        neg_end=pl.when(zero).then(-pl.col("end")).otherwise(0),
-        sub=pl.lit(1),
-        delta=pl.lit(-1),
-    )
-    # Every (t, kind, neg_end, idx, sub) is distinct, so a stable sort by thread after it gives the full order;
+    # Four integer columns per point: thread, time, `rank` (ends first, then longer spans first; a zero-length
+    # event's end ranks as its own start) and `key` = row * 2 + (0 for a start, 1 for an end).
+    starts = spans.select("thread", t="ts", rank=-pl.col("end"), key=pl.col("row") * 2)
+    ends = spans.select("thread", t="end", rank=pl.when(zero).then(-pl.col("end")).otherwise(pl.lit(_FIRST)), key=pl.col("row") * 2 + 1)
+    # Every (t, rank, key) is distinct, so a stable sort by thread after it gives the full order;
     # each thread's points add up to zero, so the running count over all threads is each thread's own.
     points = (
         pl.concat([starts, ends])
-        .sort(["t", "kind", "neg_end", "idx", "sub"])
+        .sort(["t", "rank", "key"])
         .sort("thread", maintain_order=True)
-        .select("idx", "thread", "row", "delta", pos=pl.int_range(pl.len(), dtype=pl.Int64), depth=pl.col("delta").cum_sum() - 1)
+        .select("thread", row=pl.col("key") // 2, delta=1 - 2 * (pl.col("key") % 2))
+        .with_columns(pos=pl.int_range(pl.len(), dtype=pl.Int64), depth=pl.col("delta").cum_sum() - 1)
     )
-    opens = points.filter(pl.col("delta") == 1).select("idx", "thread", "row", "pos", "depth")
-    openers = opens.select("thread", "pos", parent_idx="idx", depth=pl.col("depth") + 1)
-    # Back in the events' own row order by sorting on the row number: cheaper than joining on idx.
+    opens = points.filter(pl.col("delta") == 1).select("thread", "row", "pos", "depth")
+    openers = opens.select("thread", "pos", parent_row="row", depth=pl.col("depth") + 1)
+    # Back in row order by sorting on the row number: cheaper than joining on idx.
     opened = opens.join_asof(openers, on="pos", by=["thread", "depth"], strategy="backward", allow_exact_matches=False, check_sortedness=False).sort("row")
     closed = points.filter(pl.col("delta") == -1).select("row", "pos").sort("row")
-    return (
-        pl.DataFrame({"idx": events["idx"], "parent_idx": opened["parent_idx"], "depth": opened["depth"], "open_pos": opened["pos"], "close_pos": closed["pos"]})
-        .cast(_NEST_SCHEMA)
-        .sort("idx")
-    )
+    idx = events["idx"]
+    return pl.DataFrame(
+        {
+            "idx": idx,
+            "parent_idx": idx.gather(opened["parent_row"]),
+            "depth": opened["depth"],
+            "open_pos": opened["pos"],
+            "close_pos": closed["pos"],
+        }
+    ).cast(_NEST_SCHEMA)
 
 
 def child_time(events: pl.DataFrame, nesting: pl.DataFrame) -> pl.DataFrame:
