@@ -75,7 +75,7 @@ def child_time(events: pl.DataFrame, nesting: pl.DataFrame) -> pl.DataFrame:
     """Per event: (idx, child_dur), the summed duration of its direct children (0 for leaves)."""
     per_parent = (
         nesting.filter(pl.col("parent_idx").is_not_null())
-        .join(events.select("idx", "dur"), on="idx")
+        .join(events.select("idx", "dur"), on="idx", how="left")  # every nested event is one of `events`; left joins on sorted idx merge
         .group_by("parent_idx")
         .agg(child_dur=pl.col("dur").sum())
     )

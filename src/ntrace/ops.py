@@ -112,7 +112,7 @@ def host_anchors(profile: "Profile") -> pl.DataFrame:
 def device_attribution(profile: "Profile") -> pl.DataFrame:
     """One row per hardware execution: (exec_idx, dur, call_idx, op_idx); op_idx is null when no framework op launched it."""
     hw = profile.complete.filter(pl.col("lane") == "hardware").select("idx", "dur")
-    return launching_ops(profile, hw).join(hw.rename({"idx": "exec_idx"}), on="exec_idx").select("exec_idx", "dur", "call_idx", "op_idx")
+    return launching_ops(profile, hw).join(hw.rename({"idx": "exec_idx"}), on="exec_idx", how="left").select("exec_idx", "dur", "call_idx", "op_idx")
 
 
 def op_events(profile: "Profile") -> pl.DataFrame:
@@ -149,11 +149,11 @@ def op_events(profile: "Profile") -> pl.DataFrame:
     folded = shape.select("idx", target=~pl.col("idx").is_in(folding["idx"].implode()))
     keeper = (
         nearest_ancestor(nesting, folded)
-        .join(folded, on="idx")
+        .join(folded, on="idx", how="left")  # same events on both sides; a left join on sorted idx is a merge
         .select("idx", keeper=pl.when(pl.col("target")).then(pl.col("idx")).otherwise(pl.col("anchor_idx")))
     )
     moved = (
-        events.join(keeper, on="idx")
+        events.join(keeper, on="idx", how="left")
         .group_by("keeper")
         .agg(pl.col("self_cpu").sum(), pl.col("self_device").sum())
         .rename({"keeper": "idx"})
