@@ -23,8 +23,9 @@ import polars as pl
 
 from ntrace.progress import report
 
-#: Events per batch: bounds the Python objects held at once (about 10 MB at Kineto's ~250 B per event).
-BATCH = 20_000
+#: Events per batch: bounds the Python objects held at once (about 5 MB at Kineto's ~250 B per event).
+#: Measured on 330k events: 10k decodes in 0.77 s, 20k in 0.90 s (caches), 5k peaks 16 MiB higher.
+BATCH = 10_000
 
 Key = int | str | None
 
@@ -72,7 +73,7 @@ def typed_columns(raws: Sequence[msgspec.Raw], text: object = None, stage: str =
     batch. Progress is reported per batch under `stage`.
     """
     release: Callable[[], None] | None = None
-    if isinstance(text, mmap.mmap):
+    if isinstance(text, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):  # not on Windows
         release = lambda: text.madvise(mmap.MADV_DONTNEED)  # noqa: E731
     if release:
         release()  # the pages the split into raws read
