@@ -103,3 +103,17 @@ def test_gzip_inflates_into_memory_when_no_temporary_file_can_be_written(tmp_pat
     got = map_json(gz, warnings)
     assert isinstance(got, bytes) and plain.read_bytes().startswith(got)
     assert len(warnings) == 1 and "cut off" in warnings[0]
+
+
+def test_file_that_cannot_be_mapped_is_read(plain: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ntrace.readfile as readfile
+
+    class NoMap:
+        ACCESS_READ = mmap.ACCESS_READ
+
+        @staticmethod
+        def mmap(*args: object, **kwargs: object) -> None:
+            raise OSError(19, "No such device")
+
+    monkeypatch.setattr(readfile, "mmap", NoMap)
+    assert map_json(plain, []) == plain.read_bytes()

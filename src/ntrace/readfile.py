@@ -73,7 +73,10 @@ def map_json(path: Path, warnings: list[str], *, factor: int = DECODE_FACTOR) ->
         elif not total or head == _BOM:
             return read_json(path, warnings, factor=factor)
         else:
-            mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            try:
+                mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            except OSError:  # a file system that cannot map files: read it
+                return read_json(path, warnings, factor=factor)
     if not _TEXT.match(mapped):
         raise TraceFormatError(path, _EMPTY)
     return mapped
