@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import mmap
 from operator import attrgetter
-from typing import Callable, Sequence
+from typing import Sequence
 
 import msgspec
 import polars as pl
@@ -72,11 +72,7 @@ def typed_columns(raws: Sequence[msgspec.Raw], text: object = None, stage: str =
     `text` is the buffer the raws point into; a memory map has its pages released after each
     batch. Progress is reported per batch under `stage`.
     """
-    release: Callable[[], None] | None = None
-    if isinstance(text, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):  # not on Windows
-        release = lambda: text.madvise(mmap.MADV_DONTNEED)  # noqa: E731
-    if release:
-        release()  # the pages the split into raws read
+    _release(text)  # the pages the split into raws read
     parts = []
     for start in range(0, len(raws), BATCH):
         batch = list(raws[start : start + BATCH])
@@ -88,13 +84,18 @@ def typed_columns(raws: Sequence[msgspec.Raw], text: object = None, stage: str =
             return None
         parts.append(_batch_frame(events))
         del events, batch
-        if release:
-            release()
+        _release(text)
         report(stage, start + len(parts[-1]), len(raws), "events")
     if not parts:
         return None
     frame = pl.concat(parts, rechunk=False)
     return {name: frame.get_column(name) for name in frame.columns}
+
+
+def _release(text: object) -> None:
+    """Drop a memory map's pages from this process; touched again, they are read back from the page cache."""
+    if isinstance(text, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):  # not on Windows
+        text.madvise(mmap.MADV_DONTNEED)
 
 
 def _batch_frame(events: list[_Event]) -> pl.DataFrame:
