@@ -9,8 +9,6 @@ trace's source path, metadata and decode warnings sit in the file's key-value me
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Mapping
 
@@ -103,6 +101,9 @@ def convert_to_parquet(path: str | Path, out_dir: str | Path, *, jobs: int = 1, 
     outs = [out_dir / parquet_name(t, base) for t in traces]
     fasts = [fast] * len(traces)
     if jobs > 1 and len(traces) > 1:
+        from concurrent.futures import ProcessPoolExecutor  # imported only here: start-up of every other command
+        from multiprocessing import get_context
+
         with ProcessPoolExecutor(max_workers=min(jobs, len(traces)), mp_context=get_context("spawn")) as pool:  # fork can deadlock Polars' threads
             errors = list(pool.map(_convert_one, traces, outs, fasts))
     else:
