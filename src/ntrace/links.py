@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import polars as pl
 
-from ntrace.totals import thread_key
-
 _LINK_SCHEMA = {"call_idx": pl.Int64, "exec_idx": pl.Int64, "via": pl.String}
 
 
@@ -14,10 +12,9 @@ def launch_links(events: pl.DataFrame, complete: pl.DataFrame) -> pl.DataFrame:
 
     Correlation ids are the primary key (Kineto writes them on both sides); ac2g flows fill in
     activities whose correlation is missing. Each activity gets at most one call. `complete` is
-    `events`' complete events (Profile.complete, made once). One lazy query: only the columns used
-    are copied, and the flow side shares the work.
+    `events`' complete events (Profile.complete, made once).
     """
-    slices = complete.lazy().select("idx", "lane", "side", "correlation", thread_key(pl.col("pid"), pl.col("tid")), "ts")
+    slices = complete.select("idx", "lane", "side", "correlation", "pid", "tid", "ts")
     calls = slices.filter(pl.col("lane") == "runtime_api")
     execs = slices.filter(pl.col("side") == "device")
     by_corr = (
@@ -27,25 +24,32 @@ def launch_links(events: pl.DataFrame, complete: pl.DataFrame) -> pl.DataFrame:
         .join(execs.filter(pl.col("correlation").is_not_null()).select("correlation", exec_idx="idx"), on="correlation")
         .select("call_idx", "exec_idx", via=pl.lit("correlation"))
     )
-    by_flow = _flow_links(events, calls, execs)
+    by_flow = _flow_links(events, calls, execs, by_corr["exec_idx"])
     links = pl.concat([by_corr, by_flow], how="vertical").unique("exec_idx", keep="first", maintain_order=True)
-    return links.cast(_LINK_SCHEMA).sort("exec_idx").collect(engine="in-memory")  # the streaming engine is slower on these small joins
+    return links.cast(_LINK_SCHEMA).sort("exec_idx")
 
 
-def _flow_links(events: pl.DataFrame, calls: pl.LazyFrame, execs: pl.LazyFrame) -> pl.LazyFrame:
-    """Links from ac2g flow pairs: each flow end binds to the slice on its track (pid, tid) that starts at the flow's ts."""
+def _flow_links(events: pl.DataFrame, calls: pl.DataFrame, execs: pl.DataFrame, linked: pl.Series) -> pl.DataFrame:
+    """Links from ac2g flow pairs: each flow end binds to the first slice on its track (pid, tid) that starts at the flow's ts.
+
+    Only activities not `linked` by correlation can use a flow link, so only their flows are
+    followed to the call side.
+    """
     ends = (
-        events.lazy()
+        events.lazy()  # lazy: only the columns used are copied out of the events frame
         .filter(pl.col("flow_id").is_not_null() & pl.col("ph").is_in(["s", "f"]) & (pl.col("cat") == "ac2g"))
-        .select("flow_id", thread_key(pl.col("pid"), pl.col("tid")), "ts")
+        .select("flow_id", "pid", "tid", "ts")
+        .collect(engine="in-memory")  # the streaming engine is slower on this small query
     )
+    if ends.is_empty():
+        return pl.DataFrame(schema=_LINK_SCHEMA)
 
-    def bound(slices: pl.LazyFrame, name: str) -> pl.LazyFrame:
-        keyed = slices.select("thread", "ts", "idx").unique(["thread", "ts"], keep="first")
-        return ends.join(keyed, on=["thread", "ts"]).select("flow_id", pl.col("idx").alias(name)).unique("flow_id")
+    def bound(ends: pl.DataFrame, keyed: pl.DataFrame, name: str) -> pl.DataFrame:
+        return ends.join(keyed, on=["pid", "tid", "ts"]).select("flow_id", pl.col("idx").alias(name)).unique("flow_id")
 
-    return (
-        bound(calls, "call_idx")
-        .join(bound(execs, "exec_idx"), on="flow_id")
-        .select("call_idx", "exec_idx", via=pl.lit("flow"))
-    )
+    def first_at(slices: pl.DataFrame) -> pl.DataFrame:
+        return slices.select("pid", "tid", "ts", "idx").unique(["pid", "tid", "ts"], keep="first")
+
+    to_execs = bound(ends, first_at(execs).filter(~pl.col("idx").is_in(linked.implode())), "exec_idx")
+    to_calls = bound(ends.filter(pl.col("flow_id").is_in(to_execs["flow_id"].implode())), first_at(calls), "call_idx")
+    return to_calls.join(to_execs, on="flow_id").select("call_idx", "exec_idx", via=pl.lit("flow"))

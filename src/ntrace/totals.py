@@ -25,7 +25,11 @@ def track() -> pl.Expr:
 
 
 def thread_key(pid: pl.Expr, tid: pl.Expr) -> pl.Expr:
-    """One Int64 per (pid, tid) text pair (null when either is null), so joins, sorts and windows on threads compare integers, not text."""
+    """One Int64 per (pid, tid) text pair (null when either is null), so sorts and windows on threads compare integers, not text.
+
+    The codes hold within the frame the expression runs on; Polars may renumber categories once no
+    column holds them, so never join two frames on keys made separately.
+    """
     pid_code, tid_code = (e.cast(pl.Categorical).to_physical().cast(pl.Int64) for e in (pid, tid))
     return (pid_code * (1 << 32) + tid_code).alias("thread")
 
