@@ -87,20 +87,22 @@ def child_time(events: pl.DataFrame, nesting: pl.DataFrame) -> pl.DataFrame:
 
 
 def subtree_sum(nesting: pl.DataFrame, values: pl.DataFrame, column: str) -> pl.DataFrame:
-    """Per event: (idx, `column`_subtree), the sum of `column` (from `values`: idx, column) over the event and all its descendants."""
-    ordered = (
+    """Per event: (idx, `column`_subtree), the sum of `column` (from `values`: idx, column) over the event and all its descendants.
+
+    Each value is placed at its event's open position and summed up to every position; an event's
+    subtree is the sum up to its close minus the sum up to its open, plus its own value. No sort.
+    """
+    placed = (
         nesting.select("idx", "open_pos", "close_pos")
-        .join(values.select("idx", column), on="idx", how="left")
+        .join(values.select("idx", column), on="idx", how="left", maintain_order="left")
         .with_columns(pl.col(column).fill_null(0))
-        .sort("open_pos")
-        .with_columns(_cum=pl.col(column).cum_sum())
     )
-    upto = ordered.select(close_pos="open_pos", _cum_close="_cum")
-    return (
-        ordered.sort("close_pos")
-        .join_asof(upto, on="close_pos", strategy="backward")
-        .select("idx", (pl.col("_cum_close") - pl.col("_cum") + pl.col(column)).alias(f"{column}_subtree"))
-    )
+    name = f"{column}_subtree"
+    if placed.is_empty():
+        return placed.select("idx", pl.col(column).alias(name))
+    value = placed[column]
+    running = pl.zeros(int(placed["close_pos"].max()) + 1, dtype=value.dtype, eager=True).scatter(placed["open_pos"], value).cum_sum()
+    return pl.DataFrame({"idx": placed["idx"], name: running.gather(placed["close_pos"]) - running.gather(placed["open_pos"]) + value})
 
 
 def nearest_ancestor(nesting: pl.DataFrame, is_target: pl.DataFrame) -> pl.DataFrame:
