@@ -83,7 +83,8 @@ def op_name(name: pl.Expr) -> pl.Expr:
 
 def _tree_events(profile: "Profile") -> pl.DataFrame:
     """The host events torch builds its op tree from: every host complete event except the names it hides."""
-    return host_events(profile.complete).filter(~pl.col("name").fill_null("").is_in(HIDDEN_NAMES))
+    needed = profile.complete.select("idx", "cat", "name", "input_dims", "pid", "tid", "ts", "end", "dur", "lane", "side")  # filters copy only these
+    return host_events(needed).filter(~pl.col("name").fill_null("").is_in(HIDDEN_NAMES))
 
 
 def op_tree(profile: "Profile") -> pl.DataFrame:
