@@ -60,8 +60,9 @@ def lane_totals(tracked: pl.DataFrame, window_ns: int) -> pl.DataFrame:
 def lane_categories(complete: pl.DataFrame) -> pl.DataFrame:
     """Events and summed duration per (lane, category), so a reader sees what each lane is made of."""
     return (
-        complete.group_by(pl.col("lane").cast(pl.String), pl.col("cat").fill_null("").alias("category"))
+        complete.group_by("lane", pl.col("cat").fill_null("").alias("category"))  # grouped on the lane's code, named after
         .agg(events=pl.len().cast(pl.Int64), total=pl.col("dur").sum())
+        .with_columns(pl.col("lane").cast(pl.String))
         .sort(["lane", "events", "category"], descending=[False, True, False])  # category breaks ties: same input, same order
     )
 
