@@ -47,18 +47,21 @@ def parents(events: pl.DataFrame) -> pl.DataFrame:
     ends = spans.select("thread", t="end", rank=pl.when(zero).then(-pl.col("end")).otherwise(pl.lit(_FIRST)), key=pl.col("row") * 2 + 1)
     # Every (t, rank, key) is distinct, so a stable sort by thread after it gives the full order;
     # each thread's points add up to zero, so the running count over all threads is each thread's own.
+    # Rows, positions and depths are Int32 (exact below 2**31 points), cast back to Int64 at the end.
     points = (
         pl.concat([starts, ends])
         .sort(["t", "rank", "key"])
         .sort("thread", maintain_order=True)
-        .select("thread", row=pl.col("key") // 2, delta=1 - 2 * (pl.col("key") % 2))
-        .with_columns(pos=pl.int_range(pl.len(), dtype=pl.Int64), depth=pl.col("delta").cum_sum() - 1)
+        .select("thread", row=(pl.col("key") // 2).cast(pl.Int32), delta=(1 - 2 * (pl.col("key") % 2)).cast(pl.Int32))
+        .with_columns(pos=pl.int_range(pl.len(), dtype=pl.Int32), depth=pl.col("delta").cum_sum() - 1)
     )
     opens = points.filter(pl.col("delta") == 1).select("thread", "row", "pos", "depth")
+    closed = points.filter(pl.col("delta") == -1).select("row", "pos").sort("row")
+    del points
     openers = opens.select("thread", "pos", parent_row="row", depth=pl.col("depth") + 1)
     # Back in row order by sorting on the row number: cheaper than joining on idx.
     opened = opens.join_asof(openers, on="pos", by=["thread", "depth"], strategy="backward", allow_exact_matches=False, check_sortedness=False).sort("row")
-    closed = points.filter(pl.col("delta") == -1).select("row", "pos").sort("row")
+    del opens, openers
     idx = events["idx"]
     return pl.DataFrame(
         {

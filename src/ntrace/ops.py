@@ -81,15 +81,15 @@ def op_name(name: pl.Expr) -> pl.Expr:
     return pl.when(name.str.starts_with("ProfilerStep#")).then(pl.lit("ProfilerStep*")).otherwise(name).alias("name")
 
 
-def _tree_events(profile: "Profile") -> pl.DataFrame:
-    """The host events torch builds its op tree from: every host complete event except the names it hides."""
-    needed = profile.complete.select("idx", "cat", "name", "input_dims", "pid", "tid", "ts", "end", "dur", "lane", "side")  # filters copy only these
-    return host_events(needed).filter(~pl.col("name").fill_null("").is_in(HIDDEN_NAMES))
+def _tree_events(profile: "Profile", *columns: str) -> pl.DataFrame:
+    """`columns` of the host events torch builds its op tree from: every host complete event except the names it hides."""
+    needed = profile.complete.select(*dict.fromkeys([*columns, "cat", "name", "side"]))  # filters copy only these
+    return host_events(needed).filter(~pl.col("name").fill_null("").is_in(HIDDEN_NAMES)).select(columns)
 
 
 def op_tree(profile: "Profile") -> pl.DataFrame:
     """Nesting of the host events torch's tree is built from, plus op_idx: the innermost framework op around each (itself excluded)."""
-    host = _tree_events(profile)
+    host = _tree_events(profile, "idx", "pid", "tid", "ts", "end", "lane")
     nest = parents(host)
     framework = host.select("idx", target=pl.col("lane") == "framework")
     return nest.join(nearest_ancestor(nest, framework).rename({"anchor_idx": "op_idx"}), on="idx", how="left")
@@ -123,8 +123,8 @@ def op_events(profile: "Profile") -> pl.DataFrame:
     child is folded into that parent (aten::sum calling aten::sum counts once); its self CPU and
     self device time go to the parent. Names starting with "ProfilerStep#" become "ProfilerStep*".
     """
-    host = _tree_events(profile)
-    nesting = profile.nesting
+    nesting = profile.nesting  # built first, so its intermediates are freed before the names below are copied
+    host = _tree_events(profile, "idx", "name", "input_dims", "pid", "tid", "ts", "dur")
     own = profile.attribution.filter(pl.col("op_idx").is_not_null()).group_by("op_idx").agg(self_device=pl.col("dur").sum())
     own = own.rename({"op_idx": "idx"})
     events = (
