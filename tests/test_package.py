@@ -27,3 +27,17 @@ def test_unknown_name_raises_attribute_error() -> None:
         assert "no_such_name" in str(exc)
     else:
         raise AssertionError("expected AttributeError")
+
+
+def _allocator_conf(code: str, env: dict[str, str]) -> str:
+    import os
+
+    full = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"} | env
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=full).stdout.strip()
+
+
+def test_cli_returns_freed_memory_sooner_unless_the_user_chose() -> None:
+    code = "import os, ntrace.cli, polars; print(os.environ['_RJEM_MALLOC_CONF'])"
+    assert _allocator_conf(code, {}).endswith(",dirty_decay_ms:100,muzzy_decay_ms:0")  # appended after Polars' defaults: it wins
+    assert _allocator_conf(code, {"_RJEM_MALLOC_CONF": "narenas:1"}).endswith(",narenas:1")
+    assert "dirty_decay_ms:100" not in _allocator_conf("import os, polars, ntrace; print(os.environ['_RJEM_MALLOC_CONF'])", {})
