@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import polars as pl
 
-from ntrace.ops import host_anchors, launching_ops, op_name
+from ntrace.ops import hardware_time, host_anchors, launching_ops, op_name
 from ntrace.render.units import fmt_pct, fmt_time
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def hotspots(profile: "Profile", top: int = 3) -> pl.DataFrame:
     """The ops with the most self device time, each with the hardware executions attributed to it."""
     dev = profile.device
     execs = profile.attribution.filter(pl.col("op_idx").is_not_null())
-    hw_total = int(profile.complete.filter(pl.col("lane") == "hardware")["dur"].sum())
+    hw_total = hardware_time(profile)
     if execs.is_empty() or not hw_total:
         return pl.DataFrame(schema=FINDING_SCHEMA)
     ops = profile.complete.select(op_idx="idx", op=op_name(pl.col("name").fill_null("")))

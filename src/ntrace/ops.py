@@ -110,6 +110,11 @@ def host_anchors(profile: "Profile") -> pl.DataFrame:
     return profile.nesting.select("idx", "op_idx")
 
 
+def hardware_time(profile: "Profile") -> int:
+    """All hardware execution time, ns: the attribution has one row per execution, so its durations add up to the hardware lane's total."""
+    return int(profile.attribution["dur"].sum())
+
+
 def device_attribution(profile: "Profile") -> pl.DataFrame:
     """One row per hardware execution: (exec_idx, dur, call_idx, op_idx); op_idx is null when no framework op launched it."""
     hw = profile.complete.filter(pl.col("lane") == "hardware").select("idx", "dur")
@@ -192,7 +197,7 @@ def op_table(profile: "Profile", group_by_shape: bool = False, sort_by: str = "s
     keys = ["name", "input_dims"] if group_by_shape else ["name"]
     events = op_events(profile)
     unlinked = profile.attribution.filter(pl.col("op_idx").is_null())
-    hw_total = int(profile.complete.filter(pl.col("lane") == "hardware")["dur"].sum())
+    hw_total = hardware_time(profile)
     rows = events.group_by(keys).agg(
         calls=pl.len().cast(pl.Int64),
         self_cpu=pl.col("self_cpu").sum(),
@@ -224,7 +229,7 @@ def totals(profile: "Profile") -> tuple[int, int]:
     """(self CPU time total, self device time total) in ns over every op, the footer of torch's table (top-N views included)."""
     roots = profile.nesting.filter(pl.col("parent_idx").is_null()).select("idx")
     self_cpu = int(roots.join(profile.complete.select("idx", "dur"), on="idx")["dur"].sum())  # self times of a tree add up to its roots
-    return self_cpu, int(profile.complete.filter(pl.col("lane") == "hardware")["dur"].sum())
+    return self_cpu, hardware_time(profile)
 
 
 def set_view(profiles: "Iterable[Profile]", sort_by: str = "self_cpu_time_total", top: int | None = None, group_by_shape: bool = False) -> None:
