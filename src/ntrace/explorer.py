@@ -58,18 +58,6 @@ SOURCES: tuple[str, ...] = ("framework", "neuron_rt", "neuron_hw")
 _REQUIRED = ("name", "start_ts", "trace_event_source")
 
 
-def is_explorer_file(path: str | Path) -> bool:
-    """True for a Parquet file (by suffix or magic bytes), which ntrace reads as a Neuron Explorer export."""
-    path = Path(path)
-    if path.suffix.lower() == ".parquet":
-        return True
-    try:
-        with path.open("rb") as fh:
-            return fh.read(4) == b"PAR1"
-    except OSError:
-        return False
-
-
 def read_explorer(path: str | Path) -> pl.DataFrame:
     """The SystemProfileEvents rows of `path`, every documented column present (absent ones as nulls)."""
     path = Path(path)
