@@ -83,6 +83,13 @@ def put(out: Path, name: str, data: bytes) -> str:
     return name
 
 
+def put_dir(out: Path, name: str, files: dict[str, bytes]) -> str:
+    """Write each of `files` (names relative to the directory) under OUT_DIR/name and return `name`."""
+    for file, data in files.items():
+        put(out, f"{name}/{file}", data)
+    return name
+
+
 def gz(data: bytes) -> bytes:
     """Deterministic gzip (mtime 0)."""
     return gzip.compress(data, mtime=0)
@@ -385,37 +392,27 @@ def _(out: Path) -> str:
 @case("directory_without_traces", 2, "error", r"holds no framework trace")
 def _(out: Path) -> str:
     """A directory of logs and unrelated JSON: error naming the directory."""
-    put(out, "directory_without_traces/log.txt", b"step 1 loss 0.3\n")
-    put(out, "directory_without_traces/config.json", b'{"lr": 0.1}')
-    return "directory_without_traces"
+    return put_dir(out, "directory_without_traces", {"log.txt": b"step 1 loss 0.3\n", "config.json": b'{"lr": 0.1}'})
 
 
 @case("one_broken_among_many", 0, "warning", r"skipped .*corrupt gzip")
 def _(out: Path) -> str:
     """Two good traces and one corrupt: the good ones are analyzed, the bad one becomes a warning."""
-    put(out, "one_broken_among_many/rank0.pt.trace.json", SOUND)
-    put(out, "one_broken_among_many/rank1.pt.trace.json.gz", gz(SOUND))
     data = bytearray(gz(SOUND))
     data[12:40] = bytes(28)
-    put(out, "one_broken_among_many/rank2.pt.trace.json.gz", bytes(data))
-    return "one_broken_among_many"
+    return put_dir(out, "one_broken_among_many", {"rank0.pt.trace.json": SOUND, "rank1.pt.trace.json.gz": gz(SOUND), "rank2.pt.trace.json.gz": bytes(data)})
 
 
 @case("one_broken_among_many_parallel", 0, "warning", r"skipped .*rank1.*is empty", args=("analyze", "{path}", "--jobs", "2"))
 def _(out: Path) -> str:
     """The same with --jobs 2: the error crosses the process boundary (it must pickle) and becomes the same warning."""
-    put(out, "one_broken_among_many_parallel/rank0.pt.trace.json", SOUND)
-    put(out, "one_broken_among_many_parallel/rank1.pt.trace.json", b"")
-    put(out, "one_broken_among_many_parallel/rank2.pt.trace.json.gz", gz(SOUND))
-    return "one_broken_among_many_parallel"
+    return put_dir(out, "one_broken_among_many_parallel", {"rank0.pt.trace.json": SOUND, "rank1.pt.trace.json": b"", "rank2.pt.trace.json.gz": gz(SOUND)})
 
 
 @case("control_characters_in_names", 0, "warning", r"skipped .*bad\\nname\\x1b\[31m\.pt\.trace\.json: is empty")
 def _(out: Path) -> str:
     """A broken trace whose file name holds a newline and a terminal escape: its warning stays one line, the escape inert."""
-    put(out, "control_characters_in_names/trace.json", SOUND)
-    put(out, "control_characters_in_names/bad\nname\x1b[31m.pt.trace.json", b"")
-    return "control_characters_in_names"
+    return put_dir(out, "control_characters_in_names", {"trace.json": SOUND, "bad\nname\x1b[31m.pt.trace.json": b""})
 
 
 @case("control_characters_in_path", 2, "error", r"is empty")
@@ -427,9 +424,7 @@ def _(out: Path) -> str:
 @case("all_broken", 2, "error", r"none of its 2 trace files could be analyzed")
 def _(out: Path) -> str:
     """A directory whose every trace is broken: error saying so, naming the first problem."""
-    put(out, "all_broken/rank0.pt.trace.json", b"")
-    put(out, "all_broken/rank1.pt.trace.json", b"{nope")
-    return "all_broken"
+    return put_dir(out, "all_broken", {"rank0.pt.trace.json": b"", "rank1.pt.trace.json": b"{nope"})
 
 
 @case("symlink_loop_file", 2, "error", r"symbolic link loop")
@@ -527,29 +522,25 @@ def _neff(header_size: int = 1024, data_size: int | None = None, payload: bytes 
 @case("neff_zero_bytes", 0, "report", r"truncated: 0 bytes", args=("artifacts", "{path}"))
 def _(out: Path) -> str:
     """A NEFF of zero bytes (a copy that never started): reported as invalid in the listing."""
-    put(out, "neff_zero_bytes/neff_100000000000001_vnc_0.neff", b"")
-    return "neff_zero_bytes"
+    return put_dir(out, "neff_zero_bytes", {"neff_100000000000001_vnc_0.neff": b""})
 
 
 @case("neff_wrong_header_size", 0, "report", r"header_size is 512", args=("artifacts", "{path}"))
 def _(out: Path) -> str:
     """A NEFF whose header says it is 512 bytes long: reported as invalid."""
-    put(out, "neff_wrong_header_size/neff_100000000000002_vnc_0.neff", _neff(header_size=512))
-    return "neff_wrong_header_size"
+    return put_dir(out, "neff_wrong_header_size", {"neff_100000000000002_vnc_0.neff": _neff(header_size=512)})
 
 
 @case("neff_data_size_mismatch", 0, "report", r"data_size says 10240 bytes", args=("artifacts", "{path}"))
 def _(out: Path) -> str:
     """A NEFF whose data_size disagrees with the bytes that follow the header: reported as invalid."""
-    put(out, "neff_data_size_mismatch/neff_100000000000003_vnc_0.neff", _neff(data_size=10240, payload=bytes(600)))
-    return "neff_data_size_mismatch"
+    return put_dir(out, "neff_data_size_mismatch", {"neff_100000000000003_vnc_0.neff": _neff(data_size=10240, payload=bytes(600))})
 
 
 @case("ntff_unknown_hash", 0, "report", r"NTFF with no NEFF of hash 999999999999999", args=("artifacts", "{path}"))
 def _(out: Path) -> str:
     """An NTFF named for a hash no NEFF in the session has: listed as unpaired."""
-    put(out, "ntff_unknown_hash/999999999999999_instid_0_vnc_0.ntff", b"NTFF placeholder\n")
-    return "ntff_unknown_hash"
+    return put_dir(out, "ntff_unknown_hash", {"999999999999999_instid_0_vnc_0.ntff": b"NTFF placeholder\n"})
 
 
 for _name, _pattern in (
