@@ -31,6 +31,12 @@ def _one(root: Path, name: str):
     return session
 
 
+def _pairs_and_reasons(s) -> tuple[set[tuple[str, str, str]], dict[str, str]]:
+    """A session's pairs as (NEFF name, NTFF name, rule) and its unpaired files as {name: reason}."""
+    pairs = {(Path(r["neff"]).name, Path(r["ntff"]).name, r["rule"]) for r in s.pairs.iter_rows(named=True)}
+    return pairs, {Path(r["path"]).name: r["reason"] for r in s.unpaired.iter_rows(named=True)}
+
+
 def test_session_dir_and_fields_from_paths() -> None:
     ts_file = Path("out/i-0ade06f040a13f2bf_pid_210229/20260101_000000/trace.json")
     assert session_dir(ts_file) == ts_file.parent
@@ -90,12 +96,11 @@ def test_hash_pairing_one_neff_many_ntffs_and_orphans(tmp_path: Path) -> None:
         "111_instid_0_vnc_0.ntff", "neff_222.neff",
     )
     s = _one(tmp_path, "i-0abc_pid_5")
-    pairs = {(Path(r["neff"]).name, Path(r["ntff"]).name, r["rule"]) for r in s.pairs.iter_rows(named=True)}
+    pairs, reasons = _pairs_and_reasons(s)
     assert pairs == {
         ("neff_395760075800974.neff", "395760075800974_instid_0_vnc_0.ntff", "hash"),
         ("neff_395760075800974.neff", "395760075800974_instid_0_vnc_1.ntff", "hash"),
     }
-    reasons = {Path(r["path"]).name: r["reason"] for r in s.unpaired.iter_rows(named=True)}
     assert reasons["111_instid_0_vnc_0.ntff"] == "NTFF with no NEFF of hash 111"
     assert reasons["neff_222.neff"].startswith("NEFF with no NTFF of hash 222")
     assert len(reasons) == 2
@@ -108,12 +113,11 @@ def test_session_core_pairing_and_its_limits(tmp_path: Path) -> None:
         "profile_nc_0_session_0.ntff", "profile_nc_2_session_0.ntff", "profile_rank_0.ntff",
     )
     s = _one(tmp_path, "ts")
-    pairs = {(Path(r["neff"]).name, Path(r["ntff"]).name, r["rule"]) for r in s.pairs.iter_rows(named=True)}
+    pairs, reasons = _pairs_and_reasons(s)
     assert pairs == {
         ("neff_1_vnc_0.neff", "profile_nc_0_session_0.ntff", "session-core"),
         ("neff_2_vnc_0.neff", "profile_nc_0_session_0.ntff", "session-core"),
     }
-    reasons = {Path(r["path"]).name: r["reason"] for r in s.unpaired.iter_rows(named=True)}
     assert reasons["neff_3_vnc_1.neff"] == "NEFF with no NTFF of hash 3 and no session-mode NTFF of core 1"
     assert "gives no core" in reasons["neff_4.neff"]
     assert reasons["profile_nc_2_session_0.ntff"] == "session-mode NTFF of core 2 with no NEFF named _vnc_2"
