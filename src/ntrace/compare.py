@@ -19,7 +19,7 @@ import polars as pl
 from ntrace.discover import find_traces
 from ntrace.errors import InputError
 from ntrace.manifest import variant_name
-from ntrace.ops import UNLINKED, device_name, op_table
+from ntrace.ops import UNLINKED, op_table
 from ntrace.profile import Profile, load
 
 COMPARE_SCHEMA: dict[str, pl.DataType] = {
@@ -64,7 +64,7 @@ def variant_row(name: str, path: Path, profiles: list[Profile]) -> dict[str, obj
         self_cpu += int(reached["self_cpu"].sum())
         calls += int(reached["calls"].sum())
         gap += int(profile.hardware_idle["gap"].sum())
-    devices = sorted({device_name(p) for p in profiles} - {"none"})
+    devices = sorted({p.device for p in profiles} - {"none"})
     return {
         "name": name,
         "path": str(path),
