@@ -19,7 +19,7 @@ from ntrace.decode import EVENT_SCHEMA
 from ntrace.discover import find_traces
 from ntrace.errors import InputError, NtraceError, OutputError, TraceFormatError
 from ntrace.lanes import LANES, classify, lane_table
-from ntrace.profile import Profile
+from ntrace.profile import Profile, load
 
 #: Key of the file metadata that marks an ntrace events file and holds its provenance.
 META_KEY = "ntrace.events"
@@ -82,8 +82,6 @@ def parquet_name(trace: Path, root: Path) -> Path:
 
 def _convert_one(trace: Path, out: Path, fast: bool) -> str | None:
     """Convert one trace; the error's one-line message instead of raising, so one bad file never stops the rest."""
-    from ntrace.profile import load
-
     try:
         write_parquet(load(trace, fast=fast), out)
     except NtraceError as exc:
