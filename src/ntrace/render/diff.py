@@ -21,10 +21,6 @@ def _us(ns: int | None) -> float | None:
     return None if ns is None else us(ns)
 
 
-def _time(ns: int | None) -> str:
-    return "-" if ns is None else fmt_time(ns)
-
-
 def render_text(d: Diff) -> str:
     """Total device time change, per-op statuses, lane totals and gap statistics, BASE → TEST."""
     counts = {s: d.ops.filter(d.ops["status_device"] == s).height for s in ("added", "removed", "slower", "faster", "unchanged")}
@@ -40,8 +36,8 @@ def render_text(d: Diff) -> str:
             [
                 [
                     r["name"], r["status_device"], r["status_cpu"], f"{r['base_calls'] or 0} -> {r['test_calls'] or 0}",
-                    _time(r["base_self_device"]), _time(r["test_self_device"]), _pct(r["self_device_change_pct"]),
-                    _time(r["base_self_cpu"]), _time(r["test_self_cpu"]), _pct(r["self_cpu_change_pct"]),
+                    fmt_time(r["base_self_device"]), fmt_time(r["test_self_device"]), _pct(r["self_device_change_pct"]),
+                    fmt_time(r["base_self_cpu"]), fmt_time(r["test_self_cpu"]), _pct(r["self_cpu_change_pct"]),
                 ]
                 for r in d.ops.iter_rows(named=True)
             ],
