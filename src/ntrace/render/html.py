@@ -24,7 +24,7 @@ from ntrace.errors import NtraceError
 from ntrace.lanes import LANES
 from ntrace.profile import Profile
 from ntrace.render.html_assets import CSS, JS
-from ntrace.render.tables import cell, compare_frame, gaps_frame, header, lanes_frame, ops_frame, tracks_frame, variant_names
+from ntrace.render.tables import cell, compare_frame, gaps_frame, hardware_tracks_frame, header, lanes_frame, ops_frame, variant_names
 from ntrace.render.units import fmt_time
 from ntrace.totals import track
 
@@ -274,7 +274,7 @@ def profile_section(profile: Profile, name: str, span: int, uid: str) -> str:
     """One profile: headline, timeline, busy-time chart and idle histogram side by side, then the tables."""
     lanes = profile.lanes
     busy_chart = bar_chart(list(LANES), lanes["busy"].to_list(), [f"lane-{lane}" for lane in LANES], "Busy time per lane (union of intervals)")
-    hw = tracks_frame(profile).filter(pl.col("lane") == "hardware").drop("lane")
+    hw = hardware_tracks_frame(profile)
     ops = ops_frame(profile)
     ops_html = ""
     if ops is not None and ops.height:

@@ -9,8 +9,8 @@ import polars as pl
 from ntrace.analysis import Analysis
 from ntrace.profile import Profile
 from ntrace.render.tables import (
-    artifact_files_frame, cell, compare_frame, diff_gaps_frame, diff_lanes_frame, diff_ops_frame, gaps_frame, header, lanes_frame,
-    ops_frame, steps_frame, summary_frame, tracks_frame, variant_names,
+    artifact_files_frame, cell, compare_frame, diff_gaps_frame, diff_lanes_frame, diff_ops_frame, gaps_frame, hardware_tracks_frame, header,
+    lanes_frame, ops_frame, steps_frame, summary_frame, variant_names,
 )
 from ntrace.render.units import fmt_time
 
@@ -34,7 +34,7 @@ def profile_markdown(profile: Profile, name: str) -> str:
     """One profile's section: lanes, hardware tracks, dispatch gaps, steps."""
     out = [f"### {name}".translate(_ESCAPES), "", f"{profile.complete.height:,} complete events over a {fmt_time(profile.window_ns)} window.", ""]
     out += ["**Lanes**", "", frame_table(lanes_frame(profile)), ""]
-    hw = tracks_frame(profile).filter(pl.col("lane") == "hardware").drop("lane")
+    hw = hardware_tracks_frame(profile)
     if hw.height:
         out += ["**Hardware tracks**", "", frame_table(hw), ""]
     out += ["**Dispatch gaps**", "", frame_table(gaps_frame(profile)), ""]

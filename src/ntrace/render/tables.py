@@ -86,6 +86,11 @@ def tracks_frame(profile: Profile) -> pl.DataFrame:
     return profile.tracks.select("lane", "track", "events", *to_us("total", "busy", "idle"), "gaps")
 
 
+def hardware_tracks_frame(profile: Profile) -> pl.DataFrame:
+    """The hardware lane's rows of tracks_frame, without the lane column."""
+    return tracks_frame(profile).filter(pl.col("lane") == "hardware").drop("lane")
+
+
 def gaps_frame(profile: Profile) -> pl.DataFrame:
     """Per gap kind: count, total, p50, p90, max (µs) and share of the window."""
     return profile.gaps.select("kind", "count", *to_us("total", "p50", "p90", "max"), "share")
