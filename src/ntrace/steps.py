@@ -55,10 +55,8 @@ def step_totals(tracked: pl.DataFrame) -> pl.DataFrame:
         hardware_events=pl.col("events").sum().cast(pl.Int64), hardware_idle=pl.col("idle").sum()
     )
     out = windows.join(lane_busy, on="step", how="left").join(hw, on="step", how="left")
-    for lane in LANES:
-        name = f"{lane}_busy"
-        out = out.with_columns((pl.col(lane) if lane in out.columns else pl.lit(None, pl.Int64)).fill_null(0).alias(name))
     return out.select(
-        "step", "name", "start", "end", "dur", *(f"{lane}_busy" for lane in LANES),
+        "step", "name", "start", "end", "dur",
+        *((pl.col(lane) if lane in out.columns else pl.lit(None, pl.Int64)).fill_null(0).alias(f"{lane}_busy") for lane in LANES),
         pl.col("hardware_events").fill_null(0), pl.col("hardware_idle").fill_null(0),
     )
