@@ -9,8 +9,9 @@ from pathlib import Path
 
 from ntrace.readfile import regular_file_error
 
-#: File names that are traces whatever their content (so a damaged one is reported, not skipped).
-TRACE_NAME = re.compile(r"(^trace\.json$|\.pt\.trace\.json$|^neuron_framework_trace_rank_\d+\.json$|trace.*\.json$)")
+#: File names that are traces whatever their content (so a damaged one is reported, not skipped): "trace" before ".json",
+#: which covers trace.json, *.pt.trace.json and neuron_framework_trace_rank_<N>.json.
+TRACE_NAME = re.compile(r"trace.*\.json$")
 _SUFFIXES = (".json", ".json.gz")
 _SNIFF = 4096
 
