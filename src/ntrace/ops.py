@@ -206,9 +206,10 @@ def op_table(profile: "Profile", group_by_shape: bool = False, sort_by: str = "s
         device_total=pl.col("device_total").sum(),
     )
     if unlinked.height:
+        unlinked_ns = int(unlinked["dur"].sum())
         extra = pl.DataFrame(
             {"name": [UNLINKED], "input_dims": [None], "calls": [unlinked.height], "self_cpu": [0], "cpu_total": [0],
-             "self_device": [int(unlinked["dur"].sum())], "device_total": [int(unlinked["dur"].sum())]},
+             "self_device": [unlinked_ns], "device_total": [unlinked_ns]},
             schema={k: OP_SCHEMA[k] for k in ("name", "input_dims", "calls", "self_cpu", "cpu_total", "self_device", "device_total")},
         ).select(*keys, "calls", "self_cpu", "cpu_total", "self_device", "device_total")
         rows = pl.concat([rows.cast(extra.schema), extra])
