@@ -97,6 +97,7 @@ def op_changes(base: list[Profile], test: list[Profile], threshold: float = 5.0)
 
 
 def _lanes(profiles: list[Profile]) -> pl.DataFrame:
+    """Lane totals summed over profiles: lane, total, busy (ns)."""
     return pl.concat([p.lanes.select(pl.col("lane").cast(pl.String), "total", "busy") for p in profiles]).group_by("lane", maintain_order=True).sum()
 
 
