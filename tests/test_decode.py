@@ -6,7 +6,6 @@ import gzip
 import json
 from pathlib import Path
 
-import polars as pl
 import pytest
 
 from conftest import write_trace, x
