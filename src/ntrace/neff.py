@@ -63,6 +63,7 @@ def read_neff(path: str | Path) -> Neff:
         size = path.stat().st_size
         with path.open("rb") as fh:
             head = fh.read(HEADER_SIZE)
+            body = fh.read() if len(head) == HEADER_SIZE else b""
     except OSError as exc:
         return Neff(path, 0, False, f"cannot be read ({exc.strerror or exc})")
     if len(head) < HEADER_SIZE:
@@ -75,7 +76,7 @@ def read_neff(path: str | Path) -> Neff:
     if data_size != payload:
         what = "truncated" if data_size > payload else "trailing bytes"
         problems.append(f"data_size says {data_size} bytes but {payload} follow the header ({what})")
-    members, tar_problem = _members(path)
+    members, tar_problem = _members(body)
     if tar_problem:
         problems.append(tar_problem)
     return Neff(
@@ -99,16 +100,13 @@ def read_neff(path: str | Path) -> Neff:
     )
 
 
-def _members(path: Path) -> tuple[tuple[str, ...], str | None]:
+def _members(payload: bytes) -> tuple[tuple[str, ...], str | None]:
     """The tarball's member names (plain or gzip tar, opened on the payload bytes in memory) and why it could not be read.
 
-    The payload is read into memory rather than opened in place: tarfile only reports a bad first
-    header when the archive starts at offset 0 of its file object.
+    The payload is read into memory (with the header, in one pass over the file) rather than opened
+    in place: tarfile only reports a bad first header when the archive starts at offset 0 of its file object.
     """
     try:
-        with path.open("rb") as fh:
-            fh.seek(HEADER_SIZE)
-            payload = fh.read()
         with tarfile.open(fileobj=io.BytesIO(payload), mode="r:*") as tar:
             return tuple(tar.getnames()), None
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
