@@ -55,6 +55,11 @@ def test_missing_path_is_one_line_exit_2(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr and proc.stdout == ""
 
 
+def test_every_command_maps_ntrace_errors_to_one_line() -> None:
+    unwrapped = [name for name, cmd in main.commands.items() if not hasattr(cmd.callback, "__wrapped__")]
+    assert unwrapped == [], f"commands without @_fail_cleanly: {unwrapped}"
+
+
 def test_lanes_command_prints_the_table() -> None:
     result = CliRunner().invoke(main, ["lanes"])
     assert result.exit_code == 0 and "privateuse1_driver" in result.output and "hardware" in result.output

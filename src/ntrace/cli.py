@@ -96,6 +96,7 @@ def analyze(path: Path, fmt: str, quiet: bool, jobs: int, plain: bool, max_event
 
 
 @main.command()
+@_fail_cleanly
 def lanes() -> None:
     """Print the category → lane table that classifies every event."""
     from ntrace.lanes import lane_table
