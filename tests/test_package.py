@@ -4,6 +4,8 @@ import importlib
 import subprocess
 import sys
 
+import pytest
+
 import ntrace
 
 
@@ -21,12 +23,8 @@ def test_importing_the_cli_leaves_the_heavy_modules_unloaded() -> None:
 
 
 def test_unknown_name_raises_attribute_error() -> None:
-    try:
+    with pytest.raises(AttributeError, match="no_such_name"):
         ntrace.no_such_name  # noqa: B018
-    except AttributeError as exc:
-        assert "no_such_name" in str(exc)
-    else:
-        raise AssertionError("expected AttributeError")
 
 
 def _allocator_conf(code: str, env: dict[str, str]) -> str:
