@@ -214,14 +214,15 @@ def op_table(profile: "Profile", group_by_shape: bool = False, sort_by: str = "s
         ).select(*keys, "calls", "self_cpu", "cpu_total", "self_device", "device_total")
         rows = pl.concat([rows.cast(extra.schema), extra])
     column = SORT_KEYS[sort_by]
+    schema = {k: v for k, v in OP_SCHEMA.items() if k in keys or k not in ("name", "input_dims")}
     return (
         rows.with_columns(
             cpu_avg=pl.col("cpu_total") // pl.col("calls"),
             device_avg=pl.col("device_total") // pl.col("calls"),
             device_pct=pl.col("self_device") / hw_total if hw_total else pl.lit(0.0),
         )
-        .select([k for k in OP_SCHEMA if k in keys or k not in ("name", "input_dims")])
-        .cast({k: v for k, v in OP_SCHEMA.items() if k in keys or k not in ("name", "input_dims")})
+        .select(list(schema))
+        .cast(schema)
         .sort([column, "name"], descending=[True, False], nulls_last=True)
     )
 
