@@ -360,8 +360,6 @@ def _us_to_ns(values: list, column: str, path: Path, warnings: list[str]) -> pl.
     absolute epoch timestamps (≈1.7e15 µs) keep every integer microsecond.
     """
     s = pl.Series(values, dtype=pl.Float64, strict=False)
-    if s.dtype != pl.Float64:
-        s = s.cast(pl.Float64, strict=False)
     bad = s.is_not_null() & (~s.is_finite() | (s.abs() >= _NS_LIMIT))
     n_bad = int(bad.sum())
     if n_bad:
@@ -379,7 +377,7 @@ def _ints(values: list) -> pl.Series:
         return s
     if s.dtype == pl.String:
         return s.str.strip_chars().cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
-    return s.cast(pl.Float64, strict=False).cast(pl.Int64, strict=False) if s.dtype != pl.Null else s.cast(pl.Int64)
+    return s.cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
 
 
 def _ids(values: Iterable) -> pl.Series:
