@@ -19,8 +19,6 @@ from ntrace.errors import InputError
 from ntrace.ops import op_table
 from ntrace.profile import Profile
 
-STATUSES: tuple[str, ...] = ("added", "removed", "slower", "faster", "unchanged")
-
 
 @dataclass
 class Diff:
