@@ -125,9 +125,13 @@ def _text_ids(name: str, values: list) -> pl.Series:
 
 
 def _int_keys(name: str, values: list) -> pl.Series:
-    """A linking key as Int64: integers kept, numeric text parsed as the frame builder parses it, anything else null."""
+    """A linking key as Int64: integers kept, numeric text parsed (text_ints), anything else null."""
     try:
         return pl.Series(name, values, dtype=pl.Int64)
     except (TypeError, OverflowError):
-        s = pl.Series(name, values, dtype=pl.String, strict=False)
-        return s.str.strip_chars().cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
+        return text_ints(pl.Series(name, values, dtype=pl.String, strict=False))
+
+
+def text_ints(s: pl.Series) -> pl.Series:
+    """Linking keys given as text, as Int64: numeric text parsed (spaces around ignored), anything else null; one rule for every decoder."""
+    return s.str.strip_chars().cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)

@@ -20,7 +20,7 @@ import polars as pl
 
 from ntrace.errors import TraceFormatError
 from ntrace.limits import PLAIN_DECODE_FACTOR, check_fits
-from ntrace.batches import typed_columns
+from ntrace.batches import text_ints, typed_columns
 from ntrace.progress import report
 from ntrace.readfile import map_json, read_json
 from ntrace.salvage import keep_first_events, repair_json
@@ -376,7 +376,7 @@ def _ints(values: list) -> pl.Series:
     if s.dtype == pl.Int64:
         return s
     if s.dtype == pl.String:
-        return s.str.strip_chars().cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
+        return text_ints(s)
     return s.cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
 
 
