@@ -161,3 +161,15 @@ def test_report_write_error_is_one_line(tmp_path: Path) -> None:
     write_trace(tmp_path / "trace.json", [x("k", "kernel", 0, 1)])
     result = CliRunner().invoke(main, ["report", str(tmp_path / "trace.json"), "-o", str(tmp_path / "no" / "r.html")])
     assert result.exit_code == 2 and "cannot be written" in result.output
+
+
+def test_artifacts_table_lists_every_session_find_sessions_finds() -> None:
+    from ntrace.artifacts import find_sessions
+
+    root = RMSNORM.parent
+    page = report.render(analyze(root))
+    table = page.split('<h2 id="artifacts">', 1)[1]
+    sessions = [s for s in find_sessions(root) if s.has_artifacts]
+    assert len(sessions) == 5 and table.count("<tr>") == len(sessions) + 1  # header row + one per session
+    positions = [table.index(f">{s.dir.relative_to(root)}<") for s in sessions]
+    assert positions == sorted(positions)  # in directory order

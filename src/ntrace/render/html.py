@@ -20,7 +20,6 @@ from pathlib import Path
 import polars as pl
 
 from ntrace.analysis import Analysis
-from ntrace.errors import NtraceError
 from ntrace.lanes import LANES
 from ntrace.profile import Profile
 from ntrace.render.html_assets import CSS, JS
@@ -210,13 +209,9 @@ def idle_histogram(profile: Profile) -> str:
 
 
 def _artifacts(analysis: Analysis) -> str:
-    """A table of capture sessions and their NEFF/NTFF/.pb files, when the input has any."""
-    from ntrace.artifacts import find_sessions
-
-    try:
-        sessions = [s for s in find_sessions(analysis.root) if s.has_artifacts]
-    except NtraceError as exc:
-        return f'<p class="note">artifacts not read: {_esc(exc)}</p>'
+    """A table of capture sessions and their NEFF/NTFF/.pb files, when the input has any (the sessions analyze already read)."""
+    found = {s.dir: s for s in [*(p.artifacts for p in analysis.profiles if p.artifacts), *analysis.artifacts] if s.has_artifacts}
+    sessions = [found[d] for d in sorted(found)]
     if not sessions:
         return ""
     base = analysis.root if analysis.root.is_dir() else analysis.root.parent
