@@ -38,6 +38,13 @@ def test_cut_before_the_first_event_is_an_error(cut: int) -> None:
         repair_json(DOC[:cut], Path("t.json"), [])
 
 
+@pytest.mark.parametrize("head", [b'{"traceEvents": 5, "x": [{"a": 1}, {"b', b'{"traceEvents": {"a": 1}, "x": [{"a": 1}, {"b'])
+def test_cut_file_whose_trace_events_is_no_array_is_a_format_error(head: bytes) -> None:
+    # closing it after a `}` gives valid JSON whose traceEvents is not a list: one error, not a traceback
+    with pytest.raises(TraceFormatError, match="^t.json: is cut off at byte .* before its first complete event"):
+        repair_json(head, Path("t.json"), [])
+
+
 @pytest.mark.parametrize("n", [1, 5, 11, 12, 50])
 def test_max_events_cut_equals_the_head_of_the_full_decode(n: int, tmp_path: Path) -> None:
     path = tmp_path / "t.json"

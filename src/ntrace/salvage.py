@@ -116,7 +116,10 @@ def _close_cut_off(raw: bytes, path: Path, warnings: list[str]) -> bytes:
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             continue
         events = doc if isinstance(doc, list) else doc.get("traceEvents")
-        n = len(_EVENTS.decode(events)) if isinstance(events, msgspec.Raw) else len(events or [])
+        try:
+            n = len(_EVENTS.decode(events)) if isinstance(events, msgspec.Raw) else len(events or [])
+        except msgspec.ValidationError:
+            n = 0  # traceEvents is not an array: no event was closed
         if n:
             warnings.append(
                 f"{path}: is cut off at byte {len(raw):,} (a profiler killed mid-write, or a copy not finished?); "
