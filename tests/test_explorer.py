@@ -130,6 +130,14 @@ def test_missing_columns_and_unknown_sources(tmp_path: Path) -> None:
         load_explorer(garbage)
 
 
+def test_rows_without_a_source_are_warned_about(tmp_path: Path) -> None:
+    path = tmp_path / "nulls.parquet"
+    pl.DataFrame({"name": ["a", "b"], "start_ts": [1, 2], "end_ts": [5, 9], "trace_event_source": [None, "neuron_hw"]}).write_parquet(path)
+    profile = load_explorer(path)
+    assert profile.lanes.filter(pl.col("lane") == "other")["total"].item() == 4
+    assert profile.warnings == [f"{path}: 1 rows have an unknown trace_event_source (null); counted in lane other"]
+
+
 def test_cli_analyzes_a_directory_with_parquet(parquet: Path) -> None:
     result = CliRunner().invoke(main, ["analyze", str(parquet.parent), "--format", "json"])
     assert result.exit_code == 0, result.output

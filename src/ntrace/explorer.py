@@ -142,7 +142,7 @@ def load_explorer(path: str | Path) -> Profile:
     dropped = rows.height - events.height
     if dropped:
         warnings.append(f"{path}: {dropped} rows have no start_ts; they were left out")
-    unknown = rows.filter(~pl.col("trace_event_source").str.to_lowercase().is_in(list(SOURCES)))
+    unknown = rows.filter(~pl.col("trace_event_source").str.to_lowercase().is_in(list(SOURCES)).fill_null(False))  # a null source too
     if unknown.height:
         kinds = ", ".join(sorted(unknown["trace_event_source"].fill_null("null").unique().to_list()))
         warnings.append(f"{path}: {unknown.height} rows have an unknown trace_event_source ({kinds}); counted in lane other")
