@@ -27,9 +27,7 @@ _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 def available_memory() -> int:
     """Bytes this process may still allocate: the smallest of MemAvailable, the cgroup's headroom and NTRACE_MEMORY_LIMIT."""
-    limits = [_meminfo_available() or _sysconf_available()]
-    limits.append(_cgroup_headroom())
-    limits.append(_env_limit())
+    limits = (_meminfo_available() or _sysconf_available(), _cgroup_headroom(), _env_limit())
     return min(v for v in limits if v is not None)
 
 
