@@ -98,8 +98,8 @@ def medians(samples: dict[str, list[Run]]) -> dict[str, Run]:
     }
 
 
-def bench_trace(trace: Path, workdir: Path, repeat: int, hta_python: str | None) -> dict[str, Run]:
-    """Floor, ntrace (fast and plain), Parquet re-analysis and HTA on one trace, `repeat` interleaved rounds."""
+def bench_trace(trace: Path, workdir: Path, repeat: int, hta_python: str | None, plain: bool = True) -> dict[str, Run]:
+    """Floor, ntrace (fast, and plain unless `plain` is false), Parquet re-analysis and HTA on one trace, `repeat` interleaved rounds."""
     cache = workdir / "parquet" / trace.name
     subprocess.run(ntrace("convert", str(trace), "-o", str(cache)), check=True, stdout=subprocess.DEVNULL)
     parquet = next(cache.rglob("*.parquet"))
@@ -116,6 +116,8 @@ def bench_trace(trace: Path, workdir: Path, repeat: int, hta_python: str | None)
         "ntrace analyze --plain": ntrace("analyze", "--format", "json", "-q", "--plain", str(trace)),
         "ntrace analyze (Parquet)": ntrace("analyze", "--format", "json", "-q", str(parquet)),
     }
+    if not plain:
+        del cmds["ntrace analyze --plain"]
     if hta_python:
         cmds["HTA load + temporal breakdown"] = [hta_python, "-c", HTA, str(hta_dir)]
     samples: dict[str, list[Run]] = {k: [] for k in cmds}
@@ -187,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ranks", type=int, default=0, help="with --events: time a directory of this many traces, --jobs 1 vs --jobs N")
     parser.add_argument("--repeat", type=int, default=3, help="rounds per measurement (median reported)")
     parser.add_argument("--hta-python", default=os.environ.get("HTA_PYTHON"), help="python of a venv with holistictraceanalysis installed")
+    parser.add_argument("--no-plain", action="store_true", help="skip the plain orjson path (slow on gigabyte traces)")
     parser.add_argument("--workdir", type=Path, help="where synthetic traces and caches go (default: a temporary directory)")
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ntrace-bench-"))
@@ -197,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.events and not args.scaling and not args.ranks:
             traces.append(synth(args.events, workdir))
         for trace in traces:
-            report_trace(trace, bench_trace(trace, workdir, args.repeat, args.hta_python))
+            report_trace(trace, bench_trace(trace, workdir, args.repeat, args.hta_python, plain=not args.no_plain))
         if args.events and args.scaling:
             bench_scaling(args.events, workdir, args.repeat)
         if args.events and args.ranks:
