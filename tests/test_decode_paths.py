@@ -48,16 +48,16 @@ def _three_ways(trace: Path, tmp_path: Path) -> tuple[dict, dict, dict]:
 
 
 def _uses_batches(path: Path, monkeypatch: pytest.MonkeyPatch) -> bool:
-    """Whether decoding `path` went through the batched typed decoder (not a fallback)."""
+    """Whether decoding `path` went through the windowed typed decoder (not a fallback)."""
     taken: list[bool] = []
-    real = batches.typed_columns
+    real = batches.window_columns
 
     def spy(*args):  # type: ignore[no-untyped-def]
         cols = real(*args)
         taken.append(cols is not None)
         return cols
 
-    monkeypatch.setattr("ntrace.decode.typed_columns", spy)
+    monkeypatch.setattr("ntrace.decode.window_columns", spy)
     decode_trace(path)
     return taken == [True]
 

@@ -128,13 +128,13 @@ def test_every_format_runs(tmp_path: Path, fmt: str) -> None:
 
 
 def test_loading_reports_bytes_read_and_events_decoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ntrace.batches as batches_mod
     import ntrace.progress as progress_mod
+    import ntrace.windows as windows_mod
     from ntrace import load
 
     trace = write_trace(tmp_path / "trace.json", [x(f"op{i}", "cpu_op", i, 1) for i in range(200)])
     monkeypatch.setattr(progress_mod, "_CHUNK", 1024)
-    monkeypatch.setattr(batches_mod, "BATCH", 64)
+    monkeypatch.setattr(windows_mod, "WINDOW", 4096)
     seen: list[tuple] = []
     with progress(stream=_Tty(), delay=60) as bar:
         monkeypatch.setattr(bar, "update", lambda *a: seen.append(a))
@@ -144,8 +144,12 @@ def test_loading_reports_bytes_read_and_events_decoded(tmp_path: Path, monkeypat
     reads = [s for s in seen if s[0] == "reading trace.json"]
     assert len(reads) == -(-size // 1024) and reads[-1] == ("reading trace.json", size, size, "bytes")
     assert [d for d, *_ in reads] == sorted(d for d, *_ in reads)
-    batches = [s for s in seen if s[0] == "decoding trace.json" and s[3] == "events"]
-    assert batches == [("decoding trace.json", n, 200, "events") for n in (64, 128, 192, 200)]
+    windows = [s for s in seen if s[0] == "decoding trace.json" and s[2] is not None]  # bytes of the events array, per window
+    array = windows[-1][2]
+    assert windows[-1] == ("decoding trace.json", array, array, "bytes") and array < size
+    done = [0] + [d for _, d, *_ in windows]
+    steps = [b - a for a, b in zip(done, done[1:])]
+    assert len(steps) > 2 and min(steps[:-1]) >= 4096 and steps[-1] > 0
     assert seen.count(("decoded trace.json", 200, None, "events")) == 2
 
 

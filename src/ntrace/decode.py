@@ -20,11 +20,12 @@ import polars as pl
 
 from ntrace.errors import TraceFormatError
 from ntrace.limits import PLAIN_DECODE_FACTOR, check_fits
-from ntrace.batches import text_ints, typed_columns
+from ntrace.batches import text_ints, typed_columns, window_columns
 from ntrace.progress import report
 from ntrace.readfile import map_json, read_json
 from ntrace.salvage import keep_first_events, repair_json
 from ntrace.sanity import checked_events
+from ntrace.windows import Uncut, outline
 
 Num = int | float | str | None
 
@@ -97,6 +98,15 @@ class _RawDoc(_Doc):
 
 
 _RAW = msgspec.json.Decoder(_RawDoc | list[msgspec.Raw])
+
+
+class _Outline(_Doc):
+    """The top-level object with the events array replaced by a marker, to check where the array lies (ntrace.windows)."""
+
+    traceEvents: msgspec.Raw = msgspec.Raw(b"")  # type: ignore[assignment]
+
+
+_OUTLINE = msgspec.json.Decoder(_Outline | str)
 
 
 @dataclass
@@ -183,7 +193,17 @@ def _repaired_columns(raw: bytes, path: Path, fast: bool, warnings: list[str]) -
 
 
 def _batch_columns(raw: bytes | mmap.mmap, stage: str) -> tuple[dict[str, pl.Series] | None, dict[str, Any]]:
-    """Columns through the batched typed decoder (ntrace.batches), or (None, {}) when the file needs a coercing decoder."""
+    """Columns through the batched typed decoder (ntrace.batches), or (None, {}) when the file needs a coercing decoder.
+
+    The events array is decoded a window at a time where it can be cut into windows (ntrace.windows),
+    else split into raw events first.
+    """
+    try:
+        found = outline(raw, _OUTLINE)
+        cols = window_columns(raw, found, stage)
+        return (cols, _meta(found.doc or [])) if cols is not None else (None, {})
+    except Uncut:
+        pass
     try:
         listed = _RAW.decode(raw)
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
