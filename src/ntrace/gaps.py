@@ -1,27 +1,21 @@
-"""Dispatch gaps: hardware idle between device executions, launch delay from runtime call to device start, their statistics."""
+"""Dispatch gaps: launch delay from runtime call to device start, and the statistics of every gap kind."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from ntrace.intervals import gaps
-
 #: The statistics reported for every gap kind, in this order.
 STATS: tuple[str, ...] = ("count", "total", "p50", "p90", "max")
 
 
-def hardware_idle(tracked: pl.DataFrame) -> pl.DataFrame:
-    """Every idle stretch between merged hardware executions on the same device (Profile.tracked): (track, gap_start, gap_end, gap)."""
-    return gaps(tracked.filter(pl.col("lane") == "hardware"), ["track"])
+def launch_delays(links: pl.DataFrame, calls: pl.DataFrame, execs: pl.DataFrame) -> pl.DataFrame:
+    """For each hardware execution linked to a runtime call: device start − call start (ns), with both events' names.
 
-
-def launch_delays(tracked: pl.DataFrame, links: pl.DataFrame) -> pl.DataFrame:
-    """For each hardware execution linked to a runtime call (Profile.tracked): device start − call start (ns), with both events' names."""
-    calls = tracked.select(call_idx="idx", call=pl.col("name"), call_ts="ts")
-    execs = tracked.filter(pl.col("lane") == "hardware").select(exec_idx="idx", exec=pl.col("name"), exec_ts="ts", track="track")
+    `calls` (idx, name, ts) and `execs` (idx, name, ts, track) are the complete events on either end of the links.
+    """
     return (
-        links.join(execs, on="exec_idx")
-        .join(calls, on="call_idx")
+        links.join(execs.select(exec_idx="idx", exec="name", exec_ts="ts", track="track"), on="exec_idx")
+        .join(calls.select(call_idx="idx", call="name", call_ts="ts"), on="call_idx")
         .with_columns(delay=pl.col("exec_ts") - pl.col("call_ts"))
         .sort("exec_ts")
     )

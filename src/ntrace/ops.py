@@ -59,7 +59,7 @@ OP_SCHEMA: dict[str, pl.DataType] = {
 
 def device_name(profile: "Profile") -> str:
     """The device the table's device columns are named for: NEURON, MTIA, XPU, CUDA (also ROCm), or "none" for CPU-only traces."""
-    cats = set(profile.complete["cat"].drop_nulls().unique().str.to_lowercase().to_list())
+    cats = set(profile.categories["category"].str.to_lowercase().to_list())
     return next((name for name, marks in _DEVICE_CATEGORIES if cats.intersection(marks)), "none")
 
 

@@ -15,8 +15,8 @@ from ntrace.decode import DecodedTrace, decode_trace
 from ntrace.lanes import classify, lane_table
 from ntrace.links import launch_links
 from ntrace.manifest import find_manifest
-from ntrace.steps import step_totals
-from ntrace.totals import lane_categories, lane_totals, track, track_totals, window
+from ntrace.steps import is_step, step_totals, step_windows
+from ntrace.totals import lane_categories, lane_totals, spans, track, track_totals, window
 
 
 @dataclass
@@ -44,40 +44,79 @@ class Profile:
     @cached_property
     def complete(self) -> pl.DataFrame:
         """The complete ("X") events: the ones with a duration, which lanes and gaps are made of."""
-        complete = self.events.filter(pl.col("ph") == "X")
-        if complete["idx"].is_sorted():  # file order, as decoded or read back: flagged, joins on idx merge instead of hashing
-            complete = complete.with_columns(pl.col("idx").set_sorted())
-        return complete
+        return self.select_complete(*self.events.columns)
+
+    def select_complete(self, *columns: str | pl.Expr, where: pl.Expr | None = None) -> pl.DataFrame:
+        """`columns` (names or expressions) of the complete events (those where `where` holds, if given), in file order: a filter that copies only them.
+
+        The analyses read their few columns this way, so no full copy of the complete events is
+        made unless Profile.complete itself is asked for (then it is reused).
+        """
+        cached = "complete" in self.__dict__
+        frame = self.complete if cached else self.events
+        keep = None if cached else self._is_complete
+        if where is not None:
+            hit = frame.select(where.fill_null(False)).to_series()
+            keep = hit if keep is None else keep & hit
+        out = frame.select(columns) if keep is None else frame.select(columns).filter(keep)
+        if "idx" in out.columns and self._idx_sorted:  # file order, as decoded or read back: flagged, joins on idx merge instead of hashing
+            out = out.with_columns(pl.col("idx").set_sorted())
+        return out
+
+    @cached_property
+    def _is_complete(self) -> pl.Series:
+        """Per event: whether it is a complete ("X") event."""
+        return self.events.select((pl.col("ph") == "X").fill_null(False)).to_series()
+
+    @cached_property
+    def _idx_sorted(self) -> bool:
+        """Whether the events are in idx order (as decoded or read back)."""
+        return self.events["idx"].is_sorted()
+
+    @cached_property
+    def _spans(self) -> tuple[pl.DataFrame, pl.Series]:
+        """The complete events as (lane, track, ts, end) with track an integer code, and the track names by code (see totals.spans)."""
+        return spans(self.select_complete("lane", "side", "pid", "tid", "stream", "ts", "end"))
 
     @cached_property
     def tracked(self) -> pl.DataFrame:
-        """The complete events with what the per-track analyses read: idx, name, lane (as text), track, ts, end, dur; made once, shared by all."""
+        """The complete events with the track each is drawn on: idx, name, lane (as text), track, ts, end, dur."""
         return self.complete.select("idx", "name", pl.col("lane").cast(pl.String), track(), "ts", "end", "dur")
 
     @cached_property
     def window(self) -> tuple[int, int]:
         """(first start, last end) of the profiled window, ns."""
-        return window(self.complete)
+        return window(self._spans[0])
 
     @property
     def window_ns(self) -> int:
         """Length of the profiled window, ns."""
         return self.window[1] - self.window[0]
 
+    @property
+    def complete_count(self) -> int:
+        """How many complete events the profile holds."""
+        return self._spans[0].height
+
     @cached_property
     def lanes(self) -> pl.DataFrame:
         """Per lane: events, total, busy, share of the window."""
-        return lane_totals(self.tracked, self.window_ns)
+        return lane_totals(self._spans[0], self.window_ns)
 
     @cached_property
     def categories(self) -> pl.DataFrame:
         """Per (lane, category): events and summed duration."""
-        return lane_categories(self.complete)
+        return lane_categories(self.select_complete("lane", "cat", "dur"))
+
+    @cached_property
+    def _track_pass(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """Per-track totals and hardware idle gaps, from one sort of the spans by track and start."""
+        return track_totals(*self._spans)
 
     @cached_property
     def tracks(self) -> pl.DataFrame:
         """Per (lane, track): events, total, busy, idle, gaps, span."""
-        return track_totals(self.tracked)
+        return self._track_pass[0]
 
     @cached_property
     def hardware_tracks(self) -> pl.DataFrame:
@@ -87,17 +126,23 @@ class Profile:
     @cached_property
     def links(self) -> pl.DataFrame:
         """Runtime call → device activity links: (call_idx, exec_idx, via)."""
-        return launch_links(self.events, self.complete)
+        ends = (pl.col("lane") == "runtime_api") | (pl.col("side") == "device")  # only these take part in links
+        return launch_links(self.events, self.select_complete("idx", "lane", "side", "correlation", "pid", "tid", "ts", where=ends))
 
     @cached_property
     def hardware_idle(self) -> pl.DataFrame:
         """Every idle gap between hardware executions on the same device: (track, gap_start, gap_end, gap)."""
-        return gapmod.hardware_idle(self.tracked)
+        return self._track_pass[1]
 
     @cached_property
     def launch_delays(self) -> pl.DataFrame:
         """Per linked hardware execution: the runtime call, the execution and the delay between their starts."""
-        return gapmod.launch_delays(self.tracked, self.links)
+        links = self.links
+        calls = self.select_complete("idx", "name", "ts", where=pl.col("idx").is_in(links["call_idx"].implode()))
+        spans, names = self._spans
+        hardware = spans.select(pl.col("lane") == "hardware").to_series()
+        execs = self.select_complete("idx", "name", "ts").filter(hardware).with_columns(track=names.gather(spans["track"].filter(hardware)))
+        return gapmod.launch_delays(links, calls, execs)
 
     @cached_property
     def gaps(self) -> pl.DataFrame:
@@ -112,7 +157,10 @@ class Profile:
     @cached_property
     def steps(self) -> pl.DataFrame:
         """One row per ProfilerStep#N window with per-lane busy time and hardware idle inside it."""
-        return step_totals(self.tracked)
+        spans, names = self._spans
+        steps = self.select_complete(is_step(pl.col("name"))).to_series()
+        windows = step_windows(self.select_complete("name", "ts", "end", "dur").filter(steps))
+        return step_totals(windows, spans.filter(~steps), max(len(names), 1))
 
     @cached_property
     def nesting(self) -> pl.DataFrame:

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import polars as pl
 
-from ntrace.intervals import busy, clip
+from ntrace.intervals import clip, group_busy, reaching
 from ntrace.lanes import LANES
 
 STEP_NAME = r"^ProfilerStep#(\d+)$"
+
+
+def is_step(name: pl.Expr) -> pl.Expr:
+    """Whether an event is a ProfilerStep#N annotation (a cheap prefix test first, the pattern only where it passes)."""
+    return (name.str.starts_with("ProfilerStep#") & name.str.contains(STEP_NAME)).fill_null(False)
 
 
 def step_windows(complete: pl.DataFrame) -> pl.DataFrame:
@@ -26,37 +31,43 @@ def step_windows(complete: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def step_totals(tracked: pl.DataFrame) -> pl.DataFrame:
-    """One row per step of Profile.tracked: its window, and for each lane the busy ns inside it, plus hardware events and idle.
+def step_totals(windows: pl.DataFrame, spans: pl.DataFrame, tracks: int) -> pl.DataFrame:
+    """One row per step window: its window, and for each lane the busy ns inside it, plus hardware events and idle.
 
-    An event belongs to the step in which it starts and is clipped to that step's end, so each
-    step's numbers stay inside its own window.
+    `spans` are the other complete events (lane, track code, ts, end; Profile's spans without the
+    steps), `tracks` the number of track codes. An event belongs to the step in which it starts and
+    is clipped to that step's end, so each step's numbers stay inside its own window.
     """
-    windows = step_windows(tracked)
     if windows.is_empty():
         return windows.with_columns(
             *(pl.lit(0, pl.Int64).alias(f"{lane}_busy") for lane in LANES),
             hardware_events=pl.lit(0, pl.Int64),
             hardware_idle=pl.lit(0, pl.Int64),
         )
+    starts, ends = windows["start"], windows["end"]
+    # the step each event starts in: the last window starting at or before it (a binary search, no sort of the events)
+    at = starts.search_sorted(spans["ts"], side="right").cast(pl.Int64) - 1
     in_step = (
-        tracked.filter(~pl.col("name").str.contains(STEP_NAME).fill_null(False))
-        .select("lane", "track", "ts", "end")  # only what busy() needs travels through the sort
-        .sort("ts")
-        .join_asof(windows.select("step", "start", step_end="end").sort("start"), left_on="ts", right_on="start", strategy="backward")
-        .filter(pl.col("step").is_not_null() & (pl.col("ts") < pl.col("step_end")))
+        spans.with_columns(_step=at)
+        .filter(pl.col("_step") >= 0)
+        .with_columns(step_end=pl.lit(ends).gather(pl.col("_step")))
+        .filter(pl.col("ts") < pl.col("step_end"))
     )
     clipped = clip(in_step, "ts", "step_end")
-    lane_busy = (
-        busy(clipped, ["step", "lane"])
-        .pivot(on="lane", index="step", values="busy")
+    lanes = len(LANES)
+    by_lane = reaching(clipped.select(_g=pl.col("_step") * lanes + pl.col("lane").to_physical().cast(pl.Int64), ts="ts", end="end"), "_g")
+    lane_busy = group_busy(by_lane, "_g").select(_step=pl.col("_g") // lanes, lane=pl.col("_g") % lanes, busy="busy")
+    hardware = clipped.filter(pl.col("lane") == "hardware").select(_g=pl.col("_step") * tracks + pl.col("track").cast(pl.Int64), ts="ts", end="end")
+    hw = (
+        group_busy(reaching(hardware, "_g"), "_g")
+        .group_by(_step=pl.col("_g") // tracks)
+        .agg(hardware_events=pl.col("events").sum().cast(pl.Int64), hardware_idle=pl.col("idle").sum())
     )
-    hw = busy(clipped.filter(pl.col("lane") == "hardware"), ["step", "track"]).group_by("step").agg(
-        hardware_events=pl.col("events").sum().cast(pl.Int64), hardware_idle=pl.col("idle").sum()
-    )
-    out = windows.join(lane_busy, on="step", how="left").join(hw, on="step", how="left")
+    out = windows.with_row_index("_step").with_columns(pl.col("_step").cast(pl.Int64))
+    per_step = lane_busy.group_by("_step").agg(pl.col("busy").filter(pl.col("lane") == code).first().alias(f"{lane}_busy") for code, lane in enumerate(LANES))
+    out = out.join(per_step, on="_step", how="left").join(hw, on="_step", how="left")
     return out.select(
         "step", "name", "start", "end", "dur",
-        *((pl.col(lane) if lane in out.columns else pl.lit(None, pl.Int64)).fill_null(0).alias(f"{lane}_busy") for lane in LANES),
+        *(pl.col(f"{lane}_busy").fill_null(0) for lane in LANES),
         pl.col("hardware_events").fill_null(0), pl.col("hardware_idle").fill_null(0),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ntrace.intervals import busy
+from ntrace.intervals import group_busy, reaching
 from ntrace.lanes import LANES
 
 
@@ -34,17 +34,34 @@ def thread_key(pid: pl.Expr, tid: pl.Expr) -> pl.Expr:
     return (pid_code * (1 << 32) + tid_code).alias("thread")
 
 
-def window(complete: pl.DataFrame) -> tuple[int, int]:
+def spans(complete: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
+    """The complete events (lane, side, pid, tid, stream, ts, end) as (lane, track, ts, end), track an integer code; and the track names by code.
+
+    Codes follow the names' lexical order, so sorting on codes sorts on names. Each event's track
+    name is made once here; the per-track analyses then compare integers only.
+    """
+    text = complete.select(track()).to_series()
+    names = text.unique().sort()
+    return complete.select("lane", text.cast(pl.Enum(names)).to_physical().alias("track"), "ts", "end"), names
+
+
+def window(spans: pl.DataFrame) -> tuple[int, int]:
     """The profiled window in ns: first start to last end over all complete events ((0, 0) when empty)."""
-    if complete.is_empty():
+    if spans.is_empty():
         return 0, 0
-    row = complete.select(pl.col("ts").min(), pl.col("end").max()).row(0)
+    row = spans.select(pl.col("ts").min(), pl.col("end").max()).row(0)
     return int(row[0]), int(row[1])
 
 
-def lane_totals(tracked: pl.DataFrame, window_ns: int) -> pl.DataFrame:
-    """One row per lane (all five, empty ones included) of Profile.tracked: events, total, busy, share of the window (busy / window)."""
-    per_lane = busy(tracked, ["lane"]).select("lane", "events", "total", "busy")
+def _lane_name(code: pl.Expr) -> pl.Expr:
+    """The lane's name for its Enum code."""
+    return code.replace_strict(list(range(len(LANES))), list(LANES), return_dtype=pl.String)
+
+
+def lane_totals(spans: pl.DataFrame, window_ns: int) -> pl.DataFrame:
+    """One row per lane (all five, empty ones included) of the `spans` frame: events, total, busy, share of the window (busy / window)."""
+    ordered = reaching(spans.select(_g=pl.col("lane").to_physical().cast(pl.Int64), ts="ts", end="end"), "_g")
+    per_lane = group_busy(ordered, "_g").select(lane=_lane_name(pl.col("_g")), events="events", total="total", busy="busy")
     base = pl.DataFrame({"lane": list(LANES)})
     return (
         base.join(per_lane, on="lane", how="left")
@@ -67,6 +84,20 @@ def lane_categories(complete: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def track_totals(tracked: pl.DataFrame) -> pl.DataFrame:
-    """One row per (lane, track) of Profile.tracked: events, total, busy, idle, gaps, span, first start and last end (ns)."""
-    return busy(tracked, ["lane", "track"]).select("lane", "track", "events", "total", "busy", "idle", "gaps", "span", "first", "last")
+def track_totals(spans: pl.DataFrame, names: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Of the `spans` frame, in one sorted pass: one row per (lane, track) with events, total, busy, idle, gaps, span, first
+    start and last end (ns); and every idle gap between hardware executions on the same device (track, gap_start, gap_end, gap).
+    """
+    n = max(len(names), 1)
+    lane, hardware = pl.col("_g") // n, LANES.index("hardware")
+    ordered = reaching(spans.select(_g=pl.col("lane").to_physical().cast(pl.Int64) * n + pl.col("track"), ts="ts", end="end"), "_g")
+    per_track = (
+        group_busy(ordered, "_g")
+        .with_columns(lane=_lane_name(lane), track=pl.lit(names).gather(pl.col("_g") % n))
+        .select("lane", "track", "events", "total", "busy", "idle", "gaps", "span", "first", "last")
+        .sort("lane", "track")
+    )
+    idle = ordered.filter((lane == hardware) & (pl.col("ts") > pl.col("_reach"))).select(
+        track=pl.lit(names).gather(pl.col("_g") % n), gap_start="_reach", gap_end="ts", gap=pl.col("ts") - pl.col("_reach")
+    )
+    return per_track, idle
