@@ -61,8 +61,8 @@ def hotspots(profile: "Profile", top: int = 3) -> pl.DataFrame:
     hw_total = hardware_time(profile)
     if execs.is_empty() or not hw_total:
         return pl.DataFrame(schema=FINDING_SCHEMA)
-    ops = profile.complete.select(op_idx="idx", op=op_name(pl.col("name").fill_null("")))
-    named = execs.join(ops, on="op_idx").join(profile.complete.select(exec_idx="idx", name="name", ts="ts"), on="exec_idx")
+    ops = profile.select_complete(op_idx="idx", op=op_name(pl.col("name").fill_null("")), where=pl.col("idx").is_in(execs["op_idx"].implode()))
+    named = execs.join(ops, on="op_idx").join(profile.executions.select(exec_idx="idx", name="name", ts="ts"), on="exec_idx")
     per_op = (
         named.rename({"exec_idx": "idx"})
         .group_by("op")
@@ -85,8 +85,7 @@ def small_runs(profile: "Profile", top: int = 3, max_gap: int = MAX_DISPATCH_GAP
     A gap longer than `max_gap` ns is not a dispatch gap (the host was busy elsewhere) and ends a run.
     """
     hw = (
-        profile.tracked.filter(pl.col("lane") == "hardware")
-        .sort(["track", "ts", "end"])
+        profile.executions.sort(["track", "ts", "end"])
         .with_columns(gap_after=(pl.col("ts").shift(-1) - pl.col("end")).over("track"))
         .with_columns(small=((pl.col("gap_after") > pl.col("dur")) & (pl.col("gap_after") <= max_gap)).fill_null(False))
         .with_columns(run=(~pl.col("small").shift(1).fill_null(False)).cum_sum().over("track"))
@@ -114,11 +113,10 @@ def small_runs(profile: "Profile", top: int = 3, max_gap: int = MAX_DISPATCH_GAP
 
 def host_to_device_copies(profile: "Profile") -> pl.DataFrame:
     """Ops that copy host memory to the device while they run: the copy call, the device copy it started, and the op."""
-    complete = profile.complete
-    device_side = complete.select("idx", "name", "side").filter(pl.col("side") == "device")
+    device_side = profile.select_complete("idx", "name", where=pl.col("side") == "device")
     copies = device_side.filter(pl.col("name").fill_null("").str.contains(_HTOD))  # the pattern runs on device-side names only
     by_device = launching_ops(profile, copies).filter(pl.col("op_idx").is_not_null())
-    calls = complete.filter((pl.col("lane") == "runtime_api") & pl.col("name").is_in(HOST_TO_DEVICE_CALLS)).select("idx")
+    calls = profile.select_complete("idx", where=(pl.col("lane") == "runtime_api") & pl.col("name").is_in(HOST_TO_DEVICE_CALLS))
     by_call = calls.join(host_anchors(profile), on="idx").filter(pl.col("op_idx").is_not_null())
     members = pl.concat(
         [
@@ -129,8 +127,9 @@ def host_to_device_copies(profile: "Profile") -> pl.DataFrame:
     ).unique()
     if members.is_empty():
         return pl.DataFrame(schema=FINDING_SCHEMA)
-    ops = complete.select(op_idx="idx", op="name", op_ts="ts", op_dur="dur")
-    named = members.join(complete.select("idx", "name", "ts", "dur", "side"), on="idx").join(ops, on="op_idx")
+    involved = profile.select_complete("idx", "name", "ts", "dur", "side", where=pl.col("idx").is_in(pl.concat([members["idx"], members["op_idx"]]).implode()))
+    ops = involved.select(op_idx="idx", op="name", op_ts="ts", op_dur="dur")
+    named = members.join(involved.select("idx", "name", "ts", "dur", "side"), on="idx").join(ops, on="op_idx")
     op_rows = named.select(idx="op_idx", name="op", ts="op_ts", dur="op_dur", op="op").unique()
     listed = pl.concat([op_rows, named.select("idx", "name", "ts", "dur", "op")])
     per_op = (

@@ -19,9 +19,8 @@ _FIRST = -(2**63)
 _NEST_SCHEMA = {"idx": pl.Int64, "parent_idx": pl.Int64, "depth": pl.Int64, "open_pos": pl.Int64, "close_pos": pl.Int64}
 
 
-def host_events(complete: pl.DataFrame) -> pl.DataFrame:
-    """The complete events that run on host threads and take part in nesting (the profiler's own "Trace" span excluded)."""
-    return complete.filter((pl.col("side") == "host") & (pl.col("cat").fill_null("") != "Trace"))
+#: The complete events that run on host threads and take part in nesting (the profiler's own "Trace" span excluded).
+HOST_EVENT = (pl.col("side") == "host") & (pl.col("cat").fill_null("") != "Trace")
 
 
 def parents(events: pl.DataFrame) -> pl.DataFrame:
@@ -74,59 +73,68 @@ def parents(events: pl.DataFrame) -> pl.DataFrame:
     ).cast(_NEST_SCHEMA)
 
 
-def child_time(events: pl.DataFrame, nesting: pl.DataFrame) -> pl.DataFrame:
-    """Per event: (idx, child_dur), the summed duration of its direct children (0 for leaves)."""
-    per_parent = (
-        nesting.filter(pl.col("parent_idx").is_not_null())
-        .join(events.select("idx", "dur"), on="idx", how="left")  # every nested event is one of `events`; left joins on sorted idx merge
-        .group_by("parent_idx")
-        .agg(child_dur=pl.col("dur").sum())
-    )
-    return (
-        events.select("idx")
-        .join(per_parent, left_on="idx", right_on="parent_idx", how="left")
-        .with_columns(pl.col("child_dur").fill_null(0))
-    )
+def parent_rows(nesting: pl.DataFrame) -> pl.Series:
+    """Per row of a `parents` frame (idx order): the row of its parent, null at the top of a thread (a binary search on idx, no join)."""
+    parent = nesting["parent_idx"]
+    rows = nesting["idx"].search_sorted(parent.fill_null(0), side="left").cast(pl.Int64)
+    return rows.set(parent.is_null(), None).alias("parent_row") if parent.has_nulls() else rows.alias("parent_row")
 
 
-def subtree_sum(nesting: pl.DataFrame, values: pl.DataFrame, column: str) -> pl.DataFrame:
-    """Per event: (idx, `column`_subtree), the sum of `column` (from `values`: idx, column) over the event and all its descendants.
+def _aligned(nesting: pl.DataFrame, values: pl.DataFrame, column: str, default: object) -> pl.Series:
+    """`column` of `values` (idx, column) in the rows of `nesting`, `default` where `values` has no row."""
+    return nesting.select("idx").join(values.select("idx", column), on="idx", how="left", maintain_order="left")[column].fill_null(default)
+
+
+def child_sums(parent: pl.Series, values: pl.Series) -> pl.Series:
+    """Per row: the sum of `values` over its direct children (0 for leaves); `parent` as from parent_rows."""
+    per_parent = pl.DataFrame({"row": parent, "v": values}).drop_nulls("row").group_by("row").agg(pl.col("v").sum())
+    return pl.zeros(len(values), dtype=values.dtype, eager=True).scatter(per_parent["row"], per_parent["v"])
+
+
+def subtree_sums(nesting: pl.DataFrame, values: pl.Series) -> pl.Series:
+    """Per row of a `parents` frame: the sum of `values` (one per row) over the event and all its descendants.
 
     Each value is placed at its event's open position and summed up to every position; an event's
     subtree is the sum up to its close minus the sum up to its open, plus its own value. No sort.
     """
-    placed = (
-        nesting.select("idx", "open_pos", "close_pos")
-        .join(values.select("idx", column), on="idx", how="left", maintain_order="left")
-        .with_columns(pl.col(column).fill_null(0))
-    )
-    name = f"{column}_subtree"
-    if placed.is_empty():
-        return placed.select("idx", pl.col(column).alias(name))
-    value = placed[column]
-    running = pl.zeros(int(placed["close_pos"].max()) + 1, dtype=value.dtype, eager=True).scatter(placed["open_pos"], value).cum_sum()
-    return pl.DataFrame({"idx": placed["idx"], name: running.gather(placed["close_pos"]) - running.gather(placed["open_pos"]) + value})
+    if values.is_empty():
+        return values
+    opens, closes = nesting["open_pos"], nesting["close_pos"]
+    running = pl.zeros(int(closes.max()) + 1, dtype=values.dtype, eager=True).scatter(opens, values).cum_sum()
+    return running.gather(closes) - running.gather(opens) + values
+
+
+def ancestor_rows(parent: pl.Series, target: pl.Series) -> pl.Series:
+    """Per row: the row of the nearest enclosing row (itself excluded) where `target` holds, or null.
+
+    Every row not yet at a target climbs one level per round, all at once: the loop runs over
+    nesting depth, never over events.
+    """
+    anchor = parent
+    while True:
+        climbs = anchor.is_not_null() & ~target.gather(anchor).fill_null(True)
+        if not climbs.any():
+            return anchor.alias("anchor_row")
+        anchor = parent.gather(anchor).zip_with(climbs, anchor)
+
+
+def child_time(events: pl.DataFrame, nesting: pl.DataFrame) -> pl.DataFrame:
+    """Per event: (idx, child_dur), the summed duration of its direct children (0 for leaves)."""
+    dur = _aligned(nesting, events, "dur", 0)
+    return pl.DataFrame({"idx": nesting["idx"], "child_dur": child_sums(parent_rows(nesting), dur)})
+
+
+def subtree_sum(nesting: pl.DataFrame, values: pl.DataFrame, column: str) -> pl.DataFrame:
+    """Per event: (idx, `column`_subtree), the sum of `column` (from `values`: idx, column) over the event and all its descendants."""
+    value = _aligned(nesting, values, column, 0)
+    return pl.DataFrame({"idx": nesting["idx"], f"{column}_subtree": subtree_sums(nesting, value)})
 
 
 def nearest_ancestor(nesting: pl.DataFrame, is_target: pl.DataFrame) -> pl.DataFrame:
     """Per event: (idx, anchor_idx), the nearest enclosing event (itself excluded) for which `is_target` holds.
 
-    `is_target` is (idx, target: bool). The walk goes up one level per round for every event at
-    once, so it loops over nesting depth, never over events.
+    `is_target` is (idx, target: bool); `nesting` a `parents` frame.
     """
-    targets = is_target.filter(pl.col("target")).select("idx")
-    step = nesting.select("idx", "parent_idx")
-    cur = step.rename({"parent_idx": "anchor_idx"})
-    while True:
-        pending = cur.filter(pl.col("anchor_idx").is_not_null()).join(targets, left_on="anchor_idx", right_on="idx", how="anti")
-        if pending.is_empty():
-            return cur
-        cur = (
-            cur.join(step, left_on="anchor_idx", right_on="idx", how="left")
-            .with_columns(
-                anchor_idx=pl.when(pl.col("anchor_idx").is_in(pending["anchor_idx"].implode()))
-                .then(pl.col("parent_idx"))
-                .otherwise(pl.col("anchor_idx"))
-            )
-            .select("idx", "anchor_idx")
-        )
+    idx = nesting["idx"]
+    anchor = ancestor_rows(parent_rows(nesting), _aligned(nesting, is_target, "target", False))
+    return pl.DataFrame({"idx": idx, "anchor_idx": idx.gather(anchor)})

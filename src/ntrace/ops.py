@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Iterable
 
 import polars as pl
 
-from ntrace.nesting import child_time, host_events, nearest_ancestor, parents, subtree_sum
+from ntrace.nesting import HOST_EVENT, ancestor_rows, child_sums, parent_rows, parents, subtree_sums
 
 if TYPE_CHECKING:
     from ntrace.profile import Profile
@@ -82,17 +82,19 @@ def op_name(name: pl.Expr) -> pl.Expr:
 
 
 def _tree_events(profile: "Profile", *columns: str) -> pl.DataFrame:
-    """`columns` of the host events torch builds its op tree from: every host complete event except the names it hides."""
-    needed = profile.complete.select(*dict.fromkeys([*columns, "cat", "name", "side"]))  # filters copy only these
-    return host_events(needed).filter(~pl.col("name").fill_null("").is_in(HIDDEN_NAMES)).select(columns)
+    """`columns` of the host events torch builds its op tree from (every host complete event except the names it hides), in idx order."""
+    hidden = pl.col("name").fill_null("").is_in(HIDDEN_NAMES)
+    return profile.select_complete(*columns, where=HOST_EVENT & ~hidden).sort("idx")
 
 
-def op_tree(profile: "Profile") -> pl.DataFrame:
-    """Nesting of the host events torch's tree is built from, plus op_idx: the innermost framework op around each (itself excluded)."""
+def op_tree(profile: "Profile") -> tuple[pl.DataFrame, pl.Series]:
+    """Nesting of the host events torch's tree is built from, plus op_idx: the innermost framework op around each (itself excluded);
+    and each event's parent row in that frame (null at the top)."""
     host = _tree_events(profile, "idx", "pid", "tid", "ts", "end", "lane")
-    nest = parents(host)
-    framework = host.select("idx", target=pl.col("lane") == "framework")
-    return nest.join(nearest_ancestor(nest, framework).rename({"anchor_idx": "op_idx"}), on="idx", how="left")
+    nest = parents(host)  # in idx order, row for row with `host`
+    parent = parent_rows(nest)
+    anchor = ancestor_rows(parent, host["lane"] == "framework")
+    return nest.with_columns(op_idx=nest["idx"].gather(anchor)), parent
 
 
 def launching_ops(profile: "Profile", execs: pl.DataFrame) -> pl.DataFrame:
@@ -117,8 +119,42 @@ def hardware_time(profile: "Profile") -> int:
 
 def device_attribution(profile: "Profile") -> pl.DataFrame:
     """One row per hardware execution: (exec_idx, dur, call_idx, op_idx); op_idx is null when no framework op launched it."""
-    hw = profile.complete.filter(pl.col("lane") == "hardware").select("idx", "dur")
+    hw = profile.executions.select("idx", "dur")
     return launching_ops(profile, hw).join(hw.rename({"idx": "exec_idx"}), on="exec_idx", how="left").select("exec_idx", "dur", "call_idx", "op_idx")
+
+
+def _op_rows(profile: "Profile", *columns: str) -> pl.DataFrame:
+    """Per host tree event (idx order): `columns`, dur, self_cpu, self_device, device_total and `kept` (false for ops folded into their parent).
+
+    Every column is computed on row positions (one row per event, parents found by row), so no
+    join runs and the text columns are copied once. Like torch's EventList._remove_dup_nodes, an
+    op whose parent has the same name and no other child is folded into that parent; its self CPU
+    and self device time go to the nearest ancestor kept.
+    """
+    nest, parent = profile._tree
+    host = _tree_events(profile, *dict.fromkeys(["idx", "name", *columns, "dur"]))
+    dur = host["dur"]
+    own = profile.attribution.drop_nulls("op_idx")
+    own = own.group_by(row=nest["idx"].search_sorted(own["op_idx"]).cast(pl.Int64)).agg(pl.col("dur").sum())
+    self_device = pl.zeros(host.height, dtype=pl.Int64, eager=True).scatter(own["row"], own["dur"])
+    self_cpu = dur - child_sums(parent, dur)
+    # a row is folded when it is its parent's only child and has the parent's name
+    name = host["name"].fill_null("")
+    only = pl.DataFrame({"parent": parent}).with_row_index("row").drop_nulls("parent").group_by("parent").agg(pl.len(), pl.col("row").first())
+    only = only.filter(pl.col("len") == 1)
+    only = only.filter(name.gather(only["row"]) == name.gather(only["parent"]))
+    folded = pl.zeros(host.height, dtype=pl.Boolean, eager=True).scatter(only["row"], True)
+    keeper = ancestor_rows(parent, ~folded).zip_with(folded, pl.int_range(host.height, dtype=pl.Int64, eager=True))
+    moved = pl.DataFrame({"keeper": keeper, "self_cpu": self_cpu, "self_device": self_device}).group_by("keeper").agg(pl.all().sum())
+    def at_keepers(column: str) -> pl.Series:
+        return pl.zeros(host.height, dtype=pl.Int64, eager=True).scatter(moved["keeper"], moved[column])  # scatter writes in place: a new one each
+
+    return host.select(*columns, "dur").with_columns(
+        self_cpu=at_keepers("self_cpu"),
+        self_device=at_keepers("self_device"),
+        device_total=subtree_sums(nest, self_device),
+        kept=~folded,
+    )
 
 
 def op_events(profile: "Profile") -> pl.DataFrame:
@@ -128,61 +164,9 @@ def op_events(profile: "Profile") -> pl.DataFrame:
     child is folded into that parent (aten::sum calling aten::sum counts once); its self CPU and
     self device time go to the parent. Names starting with "ProfilerStep#" become "ProfilerStep*".
     """
-    nesting = profile.nesting  # built first, so its intermediates are freed before the names below are copied
-    host = _tree_events(profile, "idx", "name", "input_dims", "pid", "tid", "ts", "dur")
-    own = profile.attribution.filter(pl.col("op_idx").is_not_null()).group_by("op_idx").agg(self_device=pl.col("dur").sum())
-    own = own.rename({"op_idx": "idx"})
-    events = (
-        host.select("idx", pl.col("name").fill_null(""), "input_dims", "pid", "tid", "ts", "dur")
-        .join(nesting.select("idx", "parent_idx"), on="idx", how="left")
-        .join(child_time(host, nesting), on="idx", how="left")
-        .join(own, on="idx", how="left")
-        .join(subtree_sum(nesting, own, "self_device"), on="idx", how="left")
-        .with_columns(
-            self_cpu=pl.col("dur") - pl.col("child_dur"),
-            self_device=pl.col("self_device").fill_null(0),
-            device_total=pl.col("self_device_subtree").fill_null(0),
-        )
-    )
-    shape = events.select("idx", "name", "parent_idx")
-    only_children = (
-        shape.filter(pl.col("parent_idx").is_not_null())
-        .group_by("parent_idx")
-        .agg(_children=pl.len(), idx=pl.col("idx").first(), name=pl.col("name").first())
-        .filter(pl.col("_children") == 1)
-    )
-    folding = only_children.join(shape.select(parent_idx="idx", _parent_name="name"), on="parent_idx").filter(pl.col("name") == pl.col("_parent_name"))
-    folded = shape.select("idx", target=~pl.col("idx").is_in(folding["idx"].implode()))
-    keeper = (
-        nearest_ancestor(nesting, folded)
-        .join(folded, on="idx", how="left")  # same events on both sides; a left join on sorted idx is a merge
-        .select("idx", keeper=pl.when(pl.col("target")).then(pl.col("idx")).otherwise(pl.col("anchor_idx")))
-    )
-    moved = (
-        events.join(keeper, on="idx", how="left")
-        .group_by("keeper")
-        .agg(pl.col("self_cpu").sum(), pl.col("self_device").sum())
-        .rename({"keeper": "idx"})
-        .sort("idx")
-    )
-    return (
-        events.drop("self_cpu", "self_device")
-        .join(moved, on="idx", how="left", maintain_order="left")  # both sorted by idx: a merge, not a hash join
-        .filter(pl.col("self_cpu").is_not_null())  # only the keepers: ops folded into their parent are gone
-        .select(
-            "idx",
-            op_name(pl.col("name")),
-            "input_dims",
-            "pid",
-            "tid",
-            "ts",
-            "dur",
-            "parent_idx",
-            "self_cpu",
-            "self_device",
-            "device_total",
-        )
-        .sort("idx")
+    rows = _op_rows(profile, "idx", "name", "input_dims", "pid", "tid", "ts").with_columns(parent_idx=profile.nesting["parent_idx"])
+    return rows.filter("kept").select(
+        "idx", op_name(pl.col("name").fill_null("")), "input_dims", "pid", "tid", "ts", "dur", "parent_idx", "self_cpu", "self_device", "device_total"
     )
 
 
@@ -195,7 +179,7 @@ def op_table(profile: "Profile", group_by_shape: bool = False, sort_by: str = "s
     if sort_by not in SORT_KEYS:
         raise ValueError(f"unknown sort key {sort_by!r}; use one of {', '.join(SORT_KEYS)}")
     keys = ["name", "input_dims"] if group_by_shape else ["name"]
-    events = op_events(profile)
+    events = _op_rows(profile, *keys).filter("kept").with_columns(op_name(pl.col("name").fill_null("")))
     unlinked = profile.attribution.filter(pl.col("op_idx").is_null())
     hw_total = hardware_time(profile)
     rows = events.group_by(keys).agg(
@@ -230,7 +214,7 @@ def op_table(profile: "Profile", group_by_shape: bool = False, sort_by: str = "s
 def totals(profile: "Profile") -> tuple[int, int]:
     """(self CPU time total, self device time total) in ns over every op, the footer of torch's table (top-N views included)."""
     roots = profile.nesting.filter(pl.col("parent_idx").is_null()).select("idx")
-    self_cpu = int(roots.join(profile.complete.select("idx", "dur"), on="idx")["dur"].sum())  # self times of a tree add up to its roots
+    self_cpu = int(roots.join(_tree_events(profile, "idx", "dur"), on="idx")["dur"].sum())  # self times of a tree add up to its roots
     return self_cpu, hardware_time(profile)
 
 

@@ -46,8 +46,8 @@ class Profile:
         """The complete ("X") events: the ones with a duration, which lanes and gaps are made of."""
         return self.select_complete(*self.events.columns)
 
-    def select_complete(self, *columns: str | pl.Expr, where: pl.Expr | None = None) -> pl.DataFrame:
-        """`columns` (names or expressions) of the complete events (those where `where` holds, if given), in file order: a filter that copies only them.
+    def select_complete(self, *columns: str | pl.Expr, where: pl.Expr | None = None, **named: str | pl.Expr) -> pl.DataFrame:
+        """`columns` (names or expressions, also `named` ones) of the complete events (those where `where` holds, if given), in file order: a filter that copies only them.
 
         The analyses read their few columns this way, so no full copy of the complete events is
         made unless Profile.complete itself is asked for (then it is reused).
@@ -58,7 +58,8 @@ class Profile:
         if where is not None:
             hit = frame.select(where.fill_null(False)).to_series()
             keep = hit if keep is None else keep & hit
-        out = frame.select(columns) if keep is None else frame.select(columns).filter(keep)
+        out = frame.select(*columns, **named)
+        out = out if keep is None else out.filter(keep)
         if "idx" in out.columns and self._idx_sorted:  # file order, as decoded or read back: flagged, joins on idx merge instead of hashing
             out = out.with_columns(pl.col("idx").set_sorted())
         return out
@@ -139,10 +140,14 @@ class Profile:
         """Per linked hardware execution: the runtime call, the execution and the delay between their starts."""
         links = self.links
         calls = self.select_complete("idx", "name", "ts", where=pl.col("idx").is_in(links["call_idx"].implode()))
+        return gapmod.launch_delays(links, calls, self.executions)
+
+    @cached_property
+    def executions(self) -> pl.DataFrame:
+        """The hardware lane's events (device executions): idx, name, ts, end, dur and the track (device) each ran on."""
         spans, names = self._spans
         hardware = spans.select(pl.col("lane") == "hardware").to_series()
-        execs = self.select_complete("idx", "name", "ts").filter(hardware).with_columns(track=names.gather(spans["track"].filter(hardware)))
-        return gapmod.launch_delays(links, calls, execs)
+        return self.select_complete("idx", "name", "ts", "end", "dur").filter(hardware).with_columns(track=names.gather(spans["track"].filter(hardware)))
 
     @cached_property
     def gaps(self) -> pl.DataFrame:
@@ -163,11 +168,16 @@ class Profile:
         return step_totals(windows, spans.filter(~steps), max(len(names), 1))
 
     @cached_property
-    def nesting(self) -> pl.DataFrame:
-        """Per host event torch's op tree is built from: idx, parent_idx, depth, open_pos, close_pos, op_idx (innermost framework op around it)."""
+    def _tree(self) -> tuple[pl.DataFrame, pl.Series]:
+        """The nesting frame and, row for row, each event's parent row (see ntrace.ops.op_tree)."""
         from ntrace.ops import op_tree
 
         return op_tree(self)
+
+    @property
+    def nesting(self) -> pl.DataFrame:
+        """Per host event torch's op tree is built from: idx, parent_idx, depth, open_pos, close_pos, op_idx (innermost framework op around it)."""
+        return self._tree[0]
 
     @cached_property
     def device(self) -> str:
