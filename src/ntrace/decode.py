@@ -345,10 +345,7 @@ def _frame(cols: dict[str, list], path: Path, warnings: list[str]) -> pl.DataFra
             "stream": _ints(cols["stream"]),
             "device": _ints(cols["device"]),
             "sequence": _ints(cols["sequence"]),
-            # shapes are lists of ints: drop the writer's spacing so both decoders give the same text
-            "input_dims": pl.Series(cols["input_dims"], dtype=pl.Binary, strict=False)
-            .cast(pl.String, strict=False)
-            .str.replace_all(r"\s", ""),
+            "input_dims": _shapes(cols["input_dims"]),
         }
     )
     frame = _clean_complete(frame, path, warnings)
@@ -398,6 +395,18 @@ def _ints(values: list) -> pl.Series:
     if s.dtype == pl.String:
         return text_ints(s)
     return s.cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
+
+
+def _shapes(values: Iterable) -> pl.Series:
+    """Shapes (raw JSON bytes; empty or None where absent) as compact JSON text.
+
+    Shapes are lists of ints: the writer's spacing is dropped so every decoder gives the same
+    text, once per distinct value (a trace holds a few dozen) rather than per event.
+    """
+    text = pl.Series(values, dtype=pl.Binary, strict=False).cast(pl.String, strict=False)
+    distinct = text.unique()
+    compact = distinct.str.replace_all(r"\s", "")
+    return text.replace_strict(distinct, pl.select(pl.when(compact != "").then(compact)).to_series(), return_dtype=pl.String)
 
 
 def _ids(values: Iterable) -> pl.Series:
