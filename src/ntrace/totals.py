@@ -34,15 +34,36 @@ def thread_key(pid: pl.Expr, tid: pl.Expr) -> pl.Expr:
     return (pid_code * (1 << 32) + tid_code).alias("thread")
 
 
-def spans(complete: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
-    """The complete events (lane, side, pid, tid, stream, ts, end) as (lane, track, ts, end), track an integer code; and the track names by code.
+def _text_code(name: str) -> pl.Expr:
+    """An integer per distinct text of a column (null read as "?"): equal texts, equal codes, within one frame."""
+    return pl.col(name).fill_null("?").cast(pl.Categorical).to_physical()
 
-    Codes follow the names' lexical order, so sorting on codes sorts on names. Each event's track
-    name is made once here; the per-track analyses then compare integers only.
+
+def spans(events: pl.DataFrame, keep: pl.Series) -> tuple[pl.DataFrame, pl.Series]:
+    """The events where `keep` holds as (lane, track, ts, end), track an integer code; and the track names by code.
+
+    Codes follow the names' lexical order, so sorting on codes sorts on names. No text is made per
+    event: each event gets a small integer key of what its track name is made of (pid and tid as
+    category codes, the stream), the name is written once per distinct key (by `track()` on one
+    event of each), and the keys are joined to the codes.
     """
-    text = complete.select(track()).to_series()
-    names = text.unique().sort()
-    return complete.select("lane", text.cast(pl.Enum(names)).to_physical().alias("track"), "ts", "end"), names
+    hardware, device_side = (pl.col("lane") == "hardware").fill_null(False), (pl.col("side") == "device").fill_null(False)
+    stream = (pl.col("lane") == "device").fill_null(False) & pl.col("stream").is_not_null()
+    kind = pl.when(hardware).then(0).when(device_side).then(1).when(stream).then(2).otherwise(3).cast(pl.UInt8)
+    parts = ["kind", "pid", "tid", "stream"]
+    keys = events.select(
+        kind.alias("kind"),
+        pid=pl.when(~stream | hardware | device_side).then(_text_code("pid")),  # every track but a stream's names its pid
+        tid=pl.when(~hardware & (device_side | ~stream)).then(_text_code("tid")),  # device streams and threads name their tid
+        stream=pl.when(~hardware & ~device_side & stream).then(pl.col("stream")),
+    ).filter(keep)
+    first = keys.with_row_index("row").unique(parts, keep="first")
+    rows = keep.arg_true().gather(first["row"])
+    first = first.with_columns(name=events[rows].select(track()).to_series())
+    names = first["name"].unique().sort()
+    first = first.select(*parts, track=pl.col("name").cast(pl.Enum(names)).to_physical())
+    codes = keys.join(first, on=parts, how="left", nulls_equal=True, maintain_order="left")["track"]
+    return events.select("lane", "ts", "end").filter(keep).with_columns(track=codes).select("lane", "track", "ts", "end"), names
 
 
 def window(spans: pl.DataFrame) -> tuple[int, int]:

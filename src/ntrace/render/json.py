@@ -47,7 +47,7 @@ def profile_dict(profile: Profile) -> dict[str, Any]:
     return {
         "trace": str(profile.path),
         "variant": profile.variant,
-        "events": profile.complete.height,
+        "events": profile.complete_count,
         "window_us": us(profile.window_ns),
         "lanes": lanes,
         "tracks": [

@@ -13,7 +13,7 @@ from ntrace.render.units import fmt_pct, fmt_time, table
 def profile_text(profile: Profile) -> str:
     """One profile's section: header, lanes, hardware tracks, dispatch gaps, steps."""
     title = f"== {profile.variant}: {profile.path}" if profile.variant else f"== {profile.path}"
-    out = [title, f"{profile.complete.height} complete events over a {fmt_time(profile.window_ns)} window", ""]
+    out = [title, f"{profile.complete_count} complete events over a {fmt_time(profile.window_ns)} window", ""]
     out.append("Lanes")
     out.append(
         table(
