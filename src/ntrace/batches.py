@@ -21,6 +21,7 @@ from typing import Sequence
 import msgspec
 import polars as pl
 
+from ntrace.columns import ids_text, text_ints
 from ntrace.progress import report
 from ntrace.windows import Outline, windows
 
@@ -70,14 +71,14 @@ _KEYS = ("external_id", "correlation", "stream", "device", "sequence")
 
 
 def typed_columns(raws: Sequence[msgspec.Raw], text: object = None, stage: str = "decoding") -> dict[str, pl.Series] | None:
-    """Raw columns (the shape decode's frame builder takes) of the events, or None when a value has a type the typed decoder rejects.
+    """Columns (the shape decode's frame builder takes) of the events, or None when a value has a type the typed decoder rejects.
 
     `text` is the buffer the raws point into; a memory map has its pages released after each
     batch. Progress is reported per batch under `stage`.
     """
     _release(text)  # the pages the split into raws read
-    chunks: dict[str, list[pl.Series]] = {}
-    for number, start in enumerate(range(0, len(raws), BATCH), 1):
+    chunks = _Chunks()
+    for start in range(0, len(raws), BATCH):
         batch = list(raws[start : start + BATCH])
         batch[0] = b"[" + bytes(batch[0])  # brackets on the end items: wrapping the joined text would copy it twice
         batch[-1] = bytes(batch[-1]) + b"]"
@@ -85,59 +86,76 @@ def typed_columns(raws: Sequence[msgspec.Raw], text: object = None, stage: str =
             events = _BATCH.decode(b",".join(batch))
         except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
             return None
-        _add(chunks, events, number)
+        chunks.add(events)
         del events, batch
         _release(text)
         report(stage, min(start + BATCH, len(raws)), len(raws), "events")
-    return _joined(chunks) if chunks else None
+    return chunks.columns() if raws else None
 
 
 def window_columns(text: object, found: Outline, stage: str = "decoding") -> dict[str, pl.Series] | None:
-    """Raw columns of the events in `found`'s array, decoded a window at a time (ntrace.windows), or None when a value has a type the typed decoder rejects.
+    """Columns of the events in `found`'s array, decoded a window at a time (ntrace.windows), or None when a value has a type the typed decoder rejects.
 
     Raises windows.Uncut when the array cannot be cut into windows. A memory map has the pages
     of each window released once it is decoded. Progress is reported per window under `stage`.
     """
     _release(text)  # the pages the outline read
-    chunks: dict[str, list[pl.Series]] = {}
+    chunks = _Chunks()
     done = found.start
     try:
-        for number, (events, reached) in enumerate(windows(text, found, _BATCH.decode), 1):
-            _add(chunks, events, number)
+        for events, reached in windows(text, found, _BATCH.decode):
+            chunks.add(events)
             del events
             _release(text, done, reached)
             done = reached
             report(stage, reached - found.start, found.end - found.start, "bytes")
     except (msgspec.ValidationError, UnicodeDecodeError, RecursionError):
         return None
-    if not chunks:  # `[]`: no window to decode
-        _add(chunks, [], 1)
-    return _joined(chunks)
+    if not chunks.parts:  # `[]`: no window to decode
+        chunks.add([])
+    return chunks.columns()
 
 
-def _add(chunks: dict[str, list[pl.Series]], events: list[_Event], number: int) -> None:
-    """Append the `number`th batch (from 1) of events to the columns' chunks; every GROUP batches are joined into one chunk.
+class _Chunks:
+    """The columns of the batches decoded so far, every GROUP batches joined into one chunk with pid/tid in their final form.
 
     Joining as decoding goes keeps the chunks few (later steps are slower on many), and the
-    small buffers it frees are reused by the next batches instead of raising the peak.
+    small buffers it frees are reused by the next batches; converting a group at a time means
+    no whole column is converted, and held twice, at the end.
     """
-    for name, column in _event_columns(events).items():
-        parts = chunks.setdefault(name, [])
-        parts.append(column)
-        if number % GROUP == 0:
-            parts[-GROUP:] = [pl.concat(_same_type(parts[-GROUP:]), rechunk=True)]
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[pl.Series]] = {}
+        self.pending = 0  # batches not yet joined
+
+    def add(self, events: list[_Event]) -> None:
+        """Append one batch of events."""
+        for name, column in _event_columns(events).items():
+            self.parts.setdefault(name, []).append(column)
+        self.pending += 1
+        if self.pending == GROUP:
+            self._join()
+
+    def columns(self) -> dict[str, pl.Series]:
+        """Every column as one Series of its chunks (not copied into one buffer: that would hold the frame twice)."""
+        if self.pending:
+            self._join()
+        return {name: pl.concat(parts, rechunk=False) for name, parts in self.parts.items()}
+
+    def _join(self) -> None:
+        """The pending batches of every column as one final chunk."""
+        for name, parts in self.parts.items():
+            parts[-self.pending :] = [_final(name, parts[-self.pending :])]
+        self.pending = 0
 
 
-def _joined(chunks: dict[str, list[pl.Series]]) -> dict[str, pl.Series]:
-    """Each column's chunks as one Series (not copied into one buffer: the copies would raise the peak by the frame's size); pid/tid chunks of both types made text."""
-    return {name: pl.concat(_same_type(parts), rechunk=False) for name, parts in chunks.items()}
-
-
-def _same_type(parts: list[pl.Series]) -> list[pl.Series]:
-    """The chunks of one column, as text where some are Int64 and some text (pid/tid: integers in some batches, names in others)."""
-    if len({p.dtype for p in parts}) == 1:
-        return parts
-    return [p.cast(pl.String) for p in parts]
+def _final(name: str, parts: list[pl.Series]) -> pl.Series:
+    """Batches of one column as one chunk, pid/tid as text (ntrace.columns), so that no whole column is converted (and held twice) later."""
+    if name not in _IDS:
+        return pl.concat(parts, rechunk=True)
+    if len({p.dtype for p in parts}) > 1:  # integers in some batches, names in others
+        parts = [ids_text(p) for p in parts]
+    return ids_text(pl.concat(parts, rechunk=True))
 
 
 def _release(text: object, start: int = 0, stop: int | None = None) -> None:
@@ -181,8 +199,3 @@ def _int_keys(name: str, values: list) -> pl.Series:
         return pl.Series(name, values, dtype=pl.Int64)
     except (TypeError, OverflowError):
         return text_ints(pl.Series(name, values, dtype=pl.String, strict=False))
-
-
-def text_ints(s: pl.Series) -> pl.Series:
-    """Linking keys given as text, as Int64: numeric text parsed (spaces around ignored), anything else null; one rule for every decoder."""
-    return s.str.strip_chars().cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)

@@ -20,7 +20,8 @@ import polars as pl
 
 from ntrace.errors import TraceFormatError
 from ntrace.limits import PLAIN_DECODE_FACTOR, check_fits
-from ntrace.batches import text_ints, typed_columns, window_columns
+from ntrace.batches import typed_columns, window_columns
+from ntrace.columns import ids_text, shapes_text, text_ints
 from ntrace.progress import report
 from ntrace.readfile import map_json, read_json
 from ntrace.salvage import keep_first_events, repair_json
@@ -334,8 +335,8 @@ def _frame(cols: dict[str, list], path: Path, warnings: list[str]) -> pl.DataFra
             "ph": pl.Series(cols["ph"], dtype=pl.String),
             "cat": pl.Series(cols["cat"], dtype=pl.String, strict=False),
             "name": pl.Series(cols["name"], dtype=pl.String, strict=False),
-            "pid": _ids(cols["pid"]),
-            "tid": _ids(cols["tid"]),
+            "pid": ids_text(cols["pid"]),
+            "tid": ids_text(cols["tid"]),
             "ts": ts,
             "dur": dur,
             "external_id": _ints(cols["external_id"]),
@@ -345,7 +346,7 @@ def _frame(cols: dict[str, list], path: Path, warnings: list[str]) -> pl.DataFra
             "stream": _ints(cols["stream"]),
             "device": _ints(cols["device"]),
             "sequence": _ints(cols["sequence"]),
-            "input_dims": _shapes(cols["input_dims"]),
+            "input_dims": shapes_text(cols["input_dims"]),
         }
     )
     frame = _clean_complete(frame, path, warnings)
@@ -395,20 +396,3 @@ def _ints(values: list) -> pl.Series:
     if s.dtype == pl.String:
         return text_ints(s)
     return s.cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
-
-
-def _shapes(values: Iterable) -> pl.Series:
-    """Shapes (raw JSON bytes; empty or None where absent) as compact JSON text.
-
-    Shapes are lists of ints: the writer's spacing is dropped so every decoder gives the same
-    text, once per distinct value (a trace holds a few dozen) rather than per event.
-    """
-    text = pl.Series(values, dtype=pl.Binary, strict=False).cast(pl.String, strict=False)
-    distinct = text.unique()
-    compact = distinct.str.replace_all(r"\s", "")
-    return text.replace_strict(distinct, pl.select(pl.when(compact != "").then(compact)).to_series(), return_dtype=pl.String)
-
-
-def _ids(values: Iterable) -> pl.Series:
-    """pid/tid as text: Kineto writes numbers for real ids and strings for pseudo-tracks ("Spans")."""
-    return pl.Series(values, dtype=pl.String, strict=False)

@@ -1,0 +1,31 @@
+"""Value rules every decoder shares, so the fast, coercing and plain paths give the same columns: linking keys from text, pid/tid as text, shapes as compact JSON text."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import polars as pl
+
+
+def text_ints(s: pl.Series) -> pl.Series:
+    """Linking keys given as text, as Int64: numeric text parsed (spaces around ignored), anything else null."""
+    return s.str.strip_chars().cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
+
+
+def ids_text(values: Iterable) -> pl.Series:
+    """pid/tid as text: Kineto writes numbers for real ids (printed as Python prints them) and strings for pseudo-tracks ("Spans")."""
+    return pl.Series(values, dtype=pl.String, strict=False)
+
+
+def shapes_text(values: Iterable) -> pl.Series:
+    """Shapes (raw JSON bytes, empty or None where absent) as compact JSON text; text is taken as already compact (this function's own output).
+
+    Shapes are lists of ints: the writer's spacing is dropped so every decoder gives the same
+    text, once per distinct value (a trace holds a few dozen) rather than per event.
+    """
+    if isinstance(values, pl.Series) and values.dtype == pl.String:
+        return values
+    text = pl.Series(values, dtype=pl.Binary, strict=False).cast(pl.String, strict=False)
+    distinct = text.unique()
+    compact = distinct.str.replace_all(r"\s", "")
+    return text.replace_strict(distinct, pl.select(pl.when(compact != "").then(compact)).to_series(), return_dtype=pl.String)
