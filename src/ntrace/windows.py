@@ -134,4 +134,5 @@ def windows(text: Buffer, found: Outline, decode: Callable[[bytes], list], size:
             else:
                 raise Uncut
             yield events, stop
+            del events  # the caller is done with them: freed now, their memory is reused (still in cache) for the next window's
             pos = cut.end() - 1 if cut else end
