@@ -47,9 +47,13 @@ def _flow_links(events: pl.DataFrame, calls: pl.DataFrame, execs: pl.DataFrame, 
     def bound(ends: pl.DataFrame, keyed: pl.DataFrame, name: str) -> pl.DataFrame:
         return ends.join(keyed, on=["pid", "tid", "ts"]).select("flow_id", pl.col("idx").alias(name)).unique("flow_id")
 
-    def first_at(slices: pl.DataFrame) -> pl.DataFrame:
-        return slices.select("pid", "tid", "ts", "idx").unique(["pid", "tid", "ts"], keep="first")
+    def first_at(slices: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
+        """The first of `slices` at each of `points` (pid, tid, ts); only slices at those points are looked at."""
+        at = slices.select("pid", "tid", "ts", "idx").join(points.select("pid", "tid", "ts").unique(), on=["pid", "tid", "ts"], how="semi", maintain_order="left")
+        return at.unique(["pid", "tid", "ts"], keep="first")
 
-    to_execs = bound(ends, first_at(execs).filter(~pl.col("idx").is_in(linked.implode())), "exec_idx")
-    to_calls = bound(ends.filter(pl.col("flow_id").is_in(to_execs["flow_id"].implode())), first_at(calls), "call_idx")
+    unlinked = execs.filter(~pl.col("idx").is_in(linked.implode()))
+    to_execs = bound(ends, first_at(execs, unlinked).filter(pl.col("idx").is_in(unlinked["idx"].implode())), "exec_idx")
+    to_flows = ends.filter(pl.col("flow_id").is_in(to_execs["flow_id"].implode()))
+    to_calls = bound(to_flows, first_at(calls, to_flows), "call_idx")
     return to_calls.join(to_execs, on="flow_id").select("call_idx", "exec_idx", via=pl.lit("flow"))

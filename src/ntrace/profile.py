@@ -166,8 +166,8 @@ class Profile:
         """One row per ProfilerStep#N window with per-lane busy time and hardware idle inside it."""
         spans, names = self._spans
         steps = self.select_complete(is_step(pl.col("name"))).to_series()
-        windows = step_windows(self.select_complete("name", "ts", "end", "dur").filter(steps))
-        return step_totals(windows, spans.filter(~steps), max(len(names), 1))
+        windows = step_windows(self.select_complete("name", "ts", "end", "dur", where=is_step(pl.col("name"))))
+        return step_totals(windows, spans, max(len(names), 1), steps)
 
     @cached_property
     def _tree(self) -> tuple[pl.DataFrame, pl.Series]:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import polars as pl
 
-from ntrace.intervals import clip, group_busy, reaching
+from ntrace.intervals import group_busy, reaching
 from ntrace.lanes import LANES
 
 STEP_NAME = r"^ProfilerStep#(\d+)$"
 
 
 def is_step(name: pl.Expr) -> pl.Expr:
-    """Whether an event is a ProfilerStep#N annotation (a cheap prefix test first, the pattern only where it passes)."""
-    return (name.str.starts_with("ProfilerStep#") & name.str.contains(STEP_NAME)).fill_null(False)
+    """Whether an event is a ProfilerStep#N annotation."""
+    return name.str.contains(STEP_NAME).fill_null(False)
 
 
 def step_windows(complete: pl.DataFrame) -> pl.DataFrame:
@@ -31,12 +31,13 @@ def step_windows(complete: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def step_totals(windows: pl.DataFrame, spans: pl.DataFrame, tracks: int) -> pl.DataFrame:
+def step_totals(windows: pl.DataFrame, spans: pl.DataFrame, tracks: int, steps: pl.Series) -> pl.DataFrame:
     """One row per step window: its window, and for each lane the busy ns inside it, plus hardware events and idle.
 
-    `spans` are the other complete events (lane, track code, ts, end; Profile's spans without the
-    steps), `tracks` the number of track codes. An event belongs to the step in which it starts and
-    is clipped to that step's end, so each step's numbers stay inside its own window.
+    `spans` are the complete events (lane, track code, ts, end; Profile's spans), `steps` flags
+    the step annotations among them (left out), `tracks` is the number of track codes. An event
+    belongs to the step in which it starts and is clipped to that step's end, so each step's
+    numbers stay inside its own window.
     """
     if windows.is_empty():
         return windows.with_columns(
@@ -47,13 +48,16 @@ def step_totals(windows: pl.DataFrame, spans: pl.DataFrame, tracks: int) -> pl.D
     starts, ends = windows["start"], windows["end"]
     # the step each event starts in: the last window starting at or before it (a binary search, no sort of the events)
     at = starts.search_sorted(spans["ts"], side="right").cast(pl.Int64) - 1
-    in_step = (
-        spans.with_columns(_step=at)
-        .filter(pl.col("_step") >= 0)
+    clipped = (  # one lazy pass: the events inside a step, clipped to its end, without intermediate copies
+        spans.lazy()
+        .with_columns(_step=at, _other=~steps)
+        .filter(pl.col("_other") & (pl.col("_step") >= 0))
         .with_columns(step_end=pl.lit(ends).gather(pl.col("_step")))
         .filter(pl.col("ts") < pl.col("step_end"))
+        .select("_step", "lane", "track", "ts", end=pl.min_horizontal("end", "step_end"))
+        .filter(pl.col("end") >= pl.col("ts"))
+        .collect()
     )
-    clipped = clip(in_step, "ts", "step_end")
     lanes = len(LANES)
     by_lane = reaching(clipped.select(_g=pl.col("_step") * lanes + pl.col("lane").to_physical().cast(pl.Int64), ts="ts", end="end"), "_g")
     lane_busy = group_busy(by_lane, "_g").select(_step=pl.col("_g") // lanes, lane=pl.col("_g") % lanes, busy="busy")
