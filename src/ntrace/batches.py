@@ -117,11 +117,10 @@ def window_columns(text: object, found: Outline, stage: str = "decoding") -> dic
 
 
 class _Chunks:
-    """The columns of the batches decoded so far, every GROUP batches joined into one chunk with pid/tid in their final form.
+    """The columns of the batches decoded so far, every GROUP batches joined into one chunk.
 
     Joining as decoding goes keeps the chunks few (later steps are slower on many), and the
-    small buffers it frees are reused by the next batches; converting a group at a time means
-    no whole column is converted, and held twice, at the end.
+    small buffers it frees are reused by the next batches.
     """
 
     def __init__(self) -> None:
@@ -140,7 +139,7 @@ class _Chunks:
         """Every column as one Series of its chunks (not copied into one buffer: that would hold the frame twice)."""
         if self.pending:
             self._join()
-        return {name: pl.concat(parts, rechunk=False) for name, parts in self.parts.items()}
+        return {name: pl.concat(_one_type(parts), rechunk=False) for name, parts in self.parts.items()}
 
     def _join(self) -> None:
         """The pending batches of every column as one final chunk."""
@@ -150,12 +149,13 @@ class _Chunks:
 
 
 def _final(name: str, parts: list[pl.Series]) -> pl.Series:
-    """Batches of one column as one chunk, pid/tid as text (ntrace.columns), so that no whole column is converted (and held twice) later."""
-    if name not in _IDS:
-        return pl.concat(parts, rechunk=True)
-    if len({p.dtype for p in parts}) > 1:  # integers in some batches, names in others
-        parts = [ids_text(p) for p in parts]
-    return ids_text(pl.concat(parts, rechunk=True))
+    """Batches of one column as one chunk."""
+    return pl.concat(_one_type(parts), rechunk=True)
+
+
+def _one_type(parts: list[pl.Series]) -> list[pl.Series]:
+    """Chunks of one column, as text where their types differ (pid/tid: integers in some batches, names in others)."""
+    return [ids_text(p) for p in parts] if len({p.dtype for p in parts}) > 1 else parts
 
 
 def _release(text: object, start: int = 0, stop: int | None = None) -> None:
