@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Iterable
 
 import polars as pl
 
-from ntrace.nesting import HOST_EVENT, ancestor_rows, child_sums, parent_rows, parents, subtree_sums
+from ntrace.nesting import HOST_EVENT, ancestor_rows, parent_rows, parents, subtree_sums
 
 if TYPE_CHECKING:
     from ntrace.profile import Profile
@@ -133,28 +133,31 @@ def _op_rows(profile: "Profile", *columns: str) -> pl.DataFrame:
     """
     nest, parent = profile._tree
     host = _tree_events(profile, *dict.fromkeys(["idx", "name", *columns, "dur"]))
-    dur = host["dur"]
+    n, dur = host.height, host["dur"]
     own = profile.attribution.drop_nulls("op_idx")
     own = own.group_by(row=nest["idx"].search_sorted(own["op_idx"]).cast(pl.Int64)).agg(pl.col("dur").sum())
-    self_device = pl.zeros(host.height, dtype=pl.Int64, eager=True).scatter(own["row"], own["dur"])
-    self_cpu = dur - child_sums(parent, dur)
-    # a row is folded when it is its parent's only child and has the parent's name
-    name = host["name"].fill_null("")
-    only = pl.DataFrame({"parent": parent}).with_row_index("row").drop_nulls("parent").group_by("parent").agg(pl.len(), pl.col("row").first())
-    only = only.filter(pl.col("len") == 1)
-    only = only.filter(name.gather(only["row"]) == name.gather(only["parent"]))
-    folded = pl.zeros(host.height, dtype=pl.Boolean, eager=True).scatter(only["row"], True)
-    keeper = ancestor_rows(parent, ~folded).zip_with(folded, pl.int_range(host.height, dtype=pl.Int64, eager=True))
-    moved = pl.DataFrame({"keeper": keeper, "self_cpu": self_cpu, "self_device": self_device}).group_by("keeper").agg(pl.all().sum())
-    def at_keepers(column: str) -> pl.Series:
-        return pl.zeros(host.height, dtype=pl.Int64, eager=True).scatter(moved["keeper"], moved[column])  # scatter writes in place: a new one each
-
-    return host.select(*columns, "dur").with_columns(
-        self_cpu=at_keepers("self_cpu"),
-        self_device=at_keepers("self_device"),
-        device_total=subtree_sums(nest, self_device),
-        kept=~folded,
+    self_device = pl.zeros(n, dtype=pl.Int64, eager=True).scatter(own["row"], own["dur"])
+    device_total = subtree_sums(nest, self_device)
+    # one pass over the parents: children's summed duration, their count and the first child of each
+    kids = (
+        pl.DataFrame({"parent": parent, "dur": dur}).with_row_index("row").drop_nulls("parent")
+        .group_by("parent").agg(pl.col("dur").sum(), pl.len(), pl.col("row").first())
     )
+    self_cpu = dur - pl.zeros(n, dtype=pl.Int64, eager=True).scatter(kids["parent"], kids["dur"])
+    # a row is folded when it is its parent's only child and has the parent's name; its times move to the nearest kept ancestor
+    name = host["name"].fill_null("")
+    only = kids.filter(pl.col("len") == 1)
+    only = only.filter(name.gather(only["row"]) == name.gather(only["parent"]))
+    folded = pl.zeros(n, dtype=pl.Boolean, eager=True).scatter(only["row"], True)
+    rows = only["row"].cast(pl.Int64)
+    moved = (
+        pl.DataFrame({"keeper": ancestor_rows(parent, ~folded).gather(rows), "self_cpu": self_cpu.gather(rows), "self_device": self_device.gather(rows)})
+        .group_by("keeper").agg(pl.all().sum())
+    )
+    keepers = moved["keeper"]
+    self_cpu.scatter(keepers, self_cpu.gather(keepers) + moved["self_cpu"])  # in place, on Series made here
+    self_device.scatter(keepers, self_device.gather(keepers) + moved["self_device"])
+    return host.select(*columns, "dur").with_columns(self_cpu=self_cpu, self_device=self_device, device_total=device_total, kept=~folded)
 
 
 def op_events(profile: "Profile") -> pl.DataFrame:
@@ -179,16 +182,25 @@ def op_table(profile: "Profile", group_by_shape: bool = False, sort_by: str = "s
     if sort_by not in SORT_KEYS:
         raise ValueError(f"unknown sort key {sort_by!r}; use one of {', '.join(SORT_KEYS)}")
     keys = ["name", "input_dims"] if group_by_shape else ["name"]
-    events = _op_rows(profile, *keys).filter("kept").with_columns(op_name(pl.col("name").fill_null("")))
+    kept = pl.col("kept")
+    sums = ["calls", "self_cpu", "cpu_total", "self_device", "device_total"]
+    rows = (  # grouped on the names as written, then once more on torch's names (ProfilerStep#N -> ProfilerStep*): few rows get renamed
+        _op_rows(profile, *keys)
+        .group_by(keys)
+        .agg(
+            calls=kept.sum().cast(pl.Int64),
+            self_cpu=pl.col("self_cpu").filter(kept).sum(),
+            cpu_total=pl.col("dur").filter(kept).sum(),
+            self_device=pl.col("self_device").filter(kept).sum(),
+            device_total=pl.col("device_total").filter(kept).sum(),
+        )
+        .filter(pl.col("calls") > 0)
+        .with_columns(op_name(pl.col("name").fill_null("")))
+        .group_by(keys)
+        .agg(pl.col(sums).sum())
+    )
     unlinked = profile.attribution.filter(pl.col("op_idx").is_null())
     hw_total = hardware_time(profile)
-    rows = events.group_by(keys).agg(
-        calls=pl.len().cast(pl.Int64),
-        self_cpu=pl.col("self_cpu").sum(),
-        cpu_total=pl.col("dur").sum(),
-        self_device=pl.col("self_device").sum(),
-        device_total=pl.col("device_total").sum(),
-    )
     if unlinked.height:
         unlinked_ns = int(unlinked["dur"].sum())
         extra = pl.DataFrame(
