@@ -29,3 +29,13 @@ def shapes_text(values: Iterable) -> pl.Series:
     distinct = text.unique()
     compact = distinct.str.replace_all(r"\s", "")
     return text.replace_strict(distinct, pl.select(pl.when(compact != "").then(compact)).to_series(), return_dtype=pl.String)
+
+
+def shapes_utf8(values: Iterable) -> bool:
+    """Whether every shape (raw JSON bytes, as the fast decoders keep them without checking) is UTF-8."""
+    distinct = pl.Series(values, dtype=pl.Binary, strict=False).unique().drop_nulls().to_list()
+    try:
+        b"\n".join(distinct).decode()  # a newline between values: no two halves of a character can join across it
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -21,7 +21,7 @@ import polars as pl
 from ntrace.errors import TraceFormatError
 from ntrace.limits import PLAIN_DECODE_FACTOR, check_fits
 from ntrace.batches import typed_columns, window_columns
-from ntrace.columns import ids_text, shapes_text, text_ints
+from ntrace.columns import ids_text, shapes_text, shapes_utf8, text_ints
 from ntrace.progress import report
 from ntrace.readfile import map_json, read_json
 from ntrace.salvage import keep_first_events, repair_json
@@ -169,15 +169,19 @@ def _columns(raw: bytes | mmap.mmap, path: Path, fast: bool, warnings: list[str]
     """Columns and metadata through the fastest decoder that accepts `raw`; damaged text is repaired (ntrace.salvage) once."""
     if fast:
         cols, meta = _batch_columns(raw, f"decoding {path.name}")
+        if cols is None:
+            raw = bytes(raw)  # a memory map: the coercing decoders and the repairs take bytes
+            try:
+                cols, meta = _typed_columns(_TYPED.decode(raw))
+            except msgspec.ValidationError:
+                pass  # a value of an unexpected type: the plain path coerces it per value
+            except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+                return _repaired_columns(raw, path, fast, warnings)
         if cols is not None:
-            return cols, meta
-        raw = bytes(raw)  # a memory map: the coercing decoders and the repairs take bytes
-        try:
-            return _typed_columns(_TYPED.decode(raw))
-        except msgspec.ValidationError:
-            pass  # a value of an unexpected type: the plain path coerces it per value
-        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
-            return _repaired_columns(raw, path, fast, warnings)
+            if shapes_utf8(cols["input_dims"]):
+                return cols, meta
+            # msgspec keeps shapes as raw bytes without checking them: bytes that are not UTF-8 are repaired as anywhere else
+            return _repaired_columns(bytes(raw), path, fast, warnings)
     try:
         plain = orjson.loads(raw)
     except orjson.JSONDecodeError:
