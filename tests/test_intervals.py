@@ -52,3 +52,13 @@ def test_gaps_merge_overlap_and_nesting() -> None:
 def test_clip_to_window() -> None:
     f = pl.DataFrame({"ts": [0, 5, 30], "end": [10, 40, 35], "lo": [2, 2, 2], "hi": [20, 20, 20]})
     assert clip(f, "lo", "hi").select("ts", "end").rows() == [(2, 10), (5, 20)]
+
+
+@given(intervals)
+@settings(max_examples=50, deadline=None)
+def test_times_too_far_apart_to_pack_give_the_same_answer(rows: list[tuple[str, int, int]]) -> None:
+    """A window of 2**61 ns leaves no room to pack (track, start) into one Int64: the two-sort path must agree with the packed one."""
+    far = rows + [("far", 2**61, 1)]
+    packed, unpacked = busy(_frame(rows), ["t"]), busy(_frame(far), ["t"]).filter(pl.col("t") != "far")
+    assert packed.equals(unpacked)
+    assert gaps(_frame(rows), ["t"]).sort(["t", "gap_start"]).equals(gaps(_frame(far), ["t"]).filter(pl.col("t") != "far").sort(["t", "gap_start"]))

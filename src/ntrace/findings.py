@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import polars as pl
 
-from ntrace.ops import hardware_time, host_anchors, launching_ops, op_name
+from ntrace.ops import hardware_time, launching_ops, op_around, op_name
 from ntrace.render.units import fmt_pct, fmt_time
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def host_to_device_copies(profile: "Profile") -> pl.DataFrame:
     copies = device_side.filter(pl.col("name").fill_null("").str.contains(_HTOD))  # the pattern runs on device-side names only
     by_device = launching_ops(profile, copies).filter(pl.col("op_idx").is_not_null())
     calls = profile.select_complete("idx", where=(pl.col("lane") == "runtime_api") & pl.col("name").is_in(HOST_TO_DEVICE_CALLS))
-    by_call = calls.join(host_anchors(profile), on="idx").filter(pl.col("op_idx").is_not_null())
+    by_call = calls.with_columns(op_idx=op_around(profile, calls["idx"])).filter(pl.col("op_idx").is_not_null())
     members = pl.concat(
         [
             by_call.select("op_idx", "idx"),

@@ -42,15 +42,21 @@ def reaching(frame: pl.DataFrame, group: str, start: str = "ts", end: str = "end
     if frame.is_empty():
         return frame.with_columns(pl.col(end).alias("_reach"))
     bounds = frame.select(
-        g0=pl.col(group).min(), g1=pl.col(group).max(), t0=pl.col(start).min(), t1=pl.col(start).max(),
-        nulls=pl.col(group).null_count() + pl.col(start).null_count(),
+        g0=pl.col(group).min(), g1=pl.col(group).max(),
+        t0=pl.min_horizontal(pl.col(start).min(), pl.col(end).min()), t1=pl.max_horizontal(pl.col(start).max(), pl.col(end).max()),
+        nulls=pl.col(group).null_count() + pl.col(start).null_count() + pl.col(end).null_count(),
     ).row(0, named=True)
     bits = int(bounds["t1"] - bounds["t0"]).bit_length() if bounds["t0"] is not None else _KEY_BITS
     if not bounds["nulls"] and bits < _KEY_BITS and int(bounds["g1"] - bounds["g0"]) < 1 << (_KEY_BITS - bits):
-        packed = (pl.col(group).cast(pl.Int64) - bounds["g0"]) * (1 << bits) + (pl.col(start) - bounds["t0"])
-        ordered = frame.sort(packed, maintain_order=True)
-    else:
-        ordered = frame.sort(start, maintain_order=True).sort(group, maintain_order=True, nulls_last=True)
+        # group and time packed in one Int64: one integer sort, and the running max of packed ends restarts at every group
+        # by itself (every end of an earlier group is below the group's base); below the base means "first of its group"
+        base = (pl.col(group).cast(pl.Int64) - bounds["g0"]) * (1 << bits)
+        ordered = frame.sort(base + (pl.col(start) - bounds["t0"]), maintain_order=True)
+        reach = (base + (pl.col(end) - bounds["t0"])).cum_max().shift(1)
+        return ordered.with_columns(pl.col(group).set_sorted()).with_columns(
+            _reach=pl.when(reach >= base).then(reach - base + bounds["t0"])
+        )
+    ordered = frame.sort(start, maintain_order=True).sort(group, maintain_order=True, nulls_last=True)
     return ordered.with_columns(pl.col(group).set_sorted()).with_columns(_reach=pl.col(end).cum_max().shift(1).over(group))
 
 

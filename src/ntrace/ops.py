@@ -99,17 +99,21 @@ def op_tree(profile: "Profile") -> tuple[pl.DataFrame, pl.Series]:
 
 def launching_ops(profile: "Profile", execs: pl.DataFrame) -> pl.DataFrame:
     """For device-side events (idx, …): (exec_idx, call_idx, op_idx), the runtime call that launched each and the innermost framework op around that call."""
-    return (
-        execs.select(exec_idx="idx")
-        .join(profile.links.select("exec_idx", "call_idx"), on="exec_idx", how="left")
-        .join(host_anchors(profile).rename({"idx": "call_idx"}), on="call_idx", how="left")
-        .sort("exec_idx")
-    )
+    linked = execs.select(exec_idx="idx").join(profile.links.select("exec_idx", "call_idx"), on="exec_idx", how="left").sort("exec_idx")
+    return linked.with_columns(op_idx=op_around(profile, linked["call_idx"]))
 
 
-def host_anchors(profile: "Profile") -> pl.DataFrame:
-    """For every host event: (idx, op_idx), the innermost framework op around it (itself excluded)."""
-    return profile.nesting.select("idx", "op_idx")
+def op_around(profile: "Profile", idx: pl.Series) -> pl.Series:
+    """For host events given by idx: the innermost framework op around each (itself excluded); null for nulls and events outside the op tree.
+
+    A binary search on the nesting frame's sorted idx, no join.
+    """
+    nest, none = profile.nesting, pl.repeat(None, len(idx), dtype=pl.Int64, eager=True).alias("op_idx")
+    if nest.is_empty():
+        return none
+    rows = nest["idx"].search_sorted(idx.fill_null(0)).clip(upper_bound=nest.height - 1)
+    found = (nest["idx"].gather(rows) == idx).fill_null(False)
+    return nest["op_idx"].gather(rows).zip_with(found, none).alias("op_idx")
 
 
 def hardware_time(profile: "Profile") -> int:

@@ -53,13 +53,10 @@ class Profile:
         made unless Profile.complete itself is asked for (then it is reused).
         """
         cached = "complete" in self.__dict__
-        frame = self.complete if cached else self.events
-        keep = None if cached else self._is_complete
+        rows = self.complete.lazy() if cached else self.events.lazy().filter(self._is_complete)
         if where is not None:
-            hit = frame.select(where.fill_null(False)).to_series()
-            keep = hit if keep is None else keep & hit
-        out = frame.select(*columns, **named)
-        out = out if keep is None else out.filter(keep)
+            rows = rows.filter(where)
+        out = rows.select(*columns, **named).collect()  # lazy: only the columns read are filtered, expressions run on the rows kept
         if "idx" in out.columns and self._idx_sorted:  # file order, as decoded or read back: flagged, joins on idx merge instead of hashing
             out = out.with_columns(pl.col("idx").set_sorted())
         return out
