@@ -24,7 +24,12 @@ HOST_EVENT = (pl.col("side") == "host") & (pl.col("cat").fill_null("") != "Trace
 
 
 def parents(events: pl.DataFrame) -> pl.DataFrame:
-    """Per event: (idx, parent_idx, depth, open_pos, close_pos); parent_idx is null at the top of a thread.
+    """Per event: (idx, parent_idx, depth, open_pos, close_pos) in idx order; parent_idx is null at the top of a thread (see tree)."""
+    return tree(events)[0]
+
+
+def tree(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
+    """The `parents` frame, and per row of it the row of its parent (null at the top of a thread).
 
     depth counts enclosing events; open_pos/close_pos are the event's start and end in one global
     order of points (by thread, then time), so an event's descendants are exactly the events that
@@ -35,7 +40,7 @@ def parents(events: pl.DataFrame) -> pl.DataFrame:
     event's depth, and its parent is the last event opened before it one level up (join_asof).
     """
     if events.is_empty():
-        return pl.DataFrame(schema=_NEST_SCHEMA)
+        return pl.DataFrame(schema=_NEST_SCHEMA), pl.Series("parent_row", [], dtype=pl.Int64)
     events = events.sort("idx")  # a no-op on Profile frames (flagged sorted); row order is then file order, torch's last tie-break
     thread = thread_key(pl.col("pid").fill_null("?"), pl.col("tid").fill_null("?"))
     spans = events.select(thread, "ts", "end", row=pl.int_range(pl.len(), dtype=pl.Int64))
@@ -51,26 +56,28 @@ def parents(events: pl.DataFrame) -> pl.DataFrame:
         pl.concat([starts, ends])
         .sort(["t", "rank", "key"])
         .sort("thread", maintain_order=True)
-        .select("thread", row=(pl.col("key") // 2).cast(pl.Int32), delta=(1 - 2 * (pl.col("key") % 2)).cast(pl.Int32))
+        .select(row=(pl.col("key") // 2).cast(pl.Int32), delta=(1 - 2 * (pl.col("key") % 2)).cast(pl.Int32))
         .with_columns(pos=pl.int_range(pl.len(), dtype=pl.Int32), depth=pl.col("delta").cum_sum() - 1)
     )
-    opens = points.filter(pl.col("delta") == 1).select("thread", "row", "pos", "depth")
+    opens = points.filter(pl.col("delta") == 1).select("row", "pos", "depth")
     closed = points.filter(pl.col("delta") == -1).select("row", "pos").sort("row")
     del points
-    openers = opens.select("thread", "pos", parent_row="row", depth=pl.col("depth") + 1)
+    # The last event opened one level up is on the same thread: a thread's points are contiguous and its parent opened among them.
+    openers = opens.select("pos", parent_row="row", depth=pl.col("depth") + 1)
     # Back in row order by sorting on the row number: cheaper than joining on idx.
-    opened = opens.join_asof(openers, on="pos", by=["thread", "depth"], strategy="backward", allow_exact_matches=False, check_sortedness=False).sort("row")
+    opened = opens.join_asof(openers, on="pos", by="depth", strategy="backward", allow_exact_matches=False, check_sortedness=False).sort("row")
     del opens, openers
-    idx = events["idx"]
-    return pl.DataFrame(
+    idx, parent = events["idx"], opened["parent_row"].cast(pl.Int64)
+    frame = pl.DataFrame(
         {
             "idx": idx,
-            "parent_idx": idx.gather(opened["parent_row"]),
+            "parent_idx": idx.gather(parent),
             "depth": opened["depth"],
             "open_pos": opened["pos"],
             "close_pos": closed["pos"],
         }
     ).cast(_NEST_SCHEMA)
+    return frame, parent.alias("parent_row")
 
 
 def parent_rows(nesting: pl.DataFrame) -> pl.Series:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Iterable
 
 import polars as pl
 
-from ntrace.nesting import HOST_EVENT, ancestor_rows, parent_rows, parents, subtree_sums
+from ntrace.nesting import HOST_EVENT, ancestor_rows, subtree_sums, tree
 
 if TYPE_CHECKING:
     from ntrace.profile import Profile
@@ -91,8 +91,7 @@ def op_tree(profile: "Profile") -> tuple[pl.DataFrame, pl.Series]:
     """Nesting of the host events torch's tree is built from, plus op_idx: the innermost framework op around each (itself excluded);
     and each event's parent row in that frame (null at the top)."""
     host = _tree_events(profile, "idx", "pid", "tid", "ts", "end", "lane")
-    nest = parents(host)  # in idx order, row for row with `host`
-    parent = parent_rows(nest)
+    nest, parent = tree(host)  # in idx order, row for row with `host`
     anchor = ancestor_rows(parent, host["lane"] == "framework")
     return nest.with_columns(op_idx=nest["idx"].gather(anchor)), parent
 
