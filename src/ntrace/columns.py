@@ -1,10 +1,28 @@
-"""Value rules every decoder shares, so the fast, coercing and plain paths give the same columns: linking keys from text, pid/tid as text, shapes as compact JSON text."""
+"""Value rules every decoder shares, so the fast, coercing and plain paths give the same columns: µs as int64 ns, linking keys from text, pid/tid as text, shapes as compact JSON text."""
 
 from __future__ import annotations
 
 from typing import Iterable
 
 import polars as pl
+
+
+#: µs values whose ns would overflow int64 (2**63 ns ≈ 9.22e15 µs).
+_NS_LIMIT = 9.2e15
+
+
+def us_to_ns(values: Iterable) -> tuple[pl.Series, pl.Series]:
+    """Microsecond values (int, float or numeric text) as int64 ns, exact to the ns for floats below 2**53 µs, and which values were dropped (not finite, or too large).
+
+    The whole part is converted exactly and only the fraction goes through float rounding, so
+    absolute epoch timestamps (≈1.7e15 µs) keep every integer microsecond.
+    """
+    s = pl.Series(values, dtype=pl.Float64, strict=False)
+    dropped = s.is_not_null() & (~s.is_finite() | (s.abs() >= _NS_LIMIT))
+    if dropped.any():
+        s = pl.select(pl.when(dropped).then(None).otherwise(s)).to_series()
+    whole = s.floor()
+    return whole.cast(pl.Int64) * 1000 + ((s - whole) * 1000).round().cast(pl.Int64), dropped
 
 
 def text_ints(s: pl.Series) -> pl.Series:

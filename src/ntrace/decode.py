@@ -21,7 +21,7 @@ import polars as pl
 from ntrace.errors import TraceFormatError
 from ntrace.limits import PLAIN_DECODE_FACTOR, check_fits
 from ntrace.batches import typed_columns, window_columns
-from ntrace.columns import ids_text, shapes_text, shapes_utf8, text_ints
+from ntrace.columns import ids_text, shapes_text, shapes_utf8, text_ints, us_to_ns
 from ntrace.progress import report
 from ntrace.readfile import map_json, read_json
 from ntrace.salvage import keep_first_events, repair_json
@@ -331,8 +331,11 @@ def _raw_json(raw: msgspec.Raw) -> Any:
 def _frame(cols: dict[str, list], path: Path, warnings: list[str]) -> pl.DataFrame:
     """Build the typed events frame from raw columns; warn about values that had to be dropped."""
     n = len(cols["ph"])
-    ts = _us_to_ns(cols["ts"], "ts", path, warnings)
-    dur = _us_to_ns(cols["dur"], "dur", path, warnings)
+    for column in ("ts", "dur"):
+        if f"{column}_dropped" not in cols:  # µs as decoded (the batched decoder gives ns, and what it dropped)
+            cols[column], cols[f"{column}_dropped"] = us_to_ns(cols[column])
+        if n_bad := int(cols[f"{column}_dropped"].sum()):
+            warnings.append(f"{path}: {n_bad} '{column}' values are not finite or too large for int64 ns; dropped")
     frame = pl.DataFrame(
         {
             "idx": pl.int_range(0, n, dtype=pl.Int64, eager=True),
@@ -341,8 +344,8 @@ def _frame(cols: dict[str, list], path: Path, warnings: list[str]) -> pl.DataFra
             "name": pl.Series(cols["name"], dtype=pl.String, strict=False),
             "pid": ids_text(cols["pid"]),
             "tid": ids_text(cols["tid"]),
-            "ts": ts,
-            "dur": dur,
+            "ts": cols["ts"].alias("ts"),
+            "dur": cols["dur"].alias("dur"),
             "external_id": _ints(cols["external_id"]),
             "correlation": _ints(cols["correlation"]),
             "flow_id": _ints(cols["flow_id"]),
@@ -370,26 +373,6 @@ def _clean_complete(frame: pl.DataFrame, path: Path, warnings: list[str]) -> pl.
     return frame.with_columns(
         dur=pl.when(pl.col("dur").is_null() | (pl.col("dur") < 0)).then(0).otherwise(pl.col("dur"))
     )
-
-
-_NS_LIMIT = 9.2e15  # µs values whose ns would overflow int64 (2**63 ns ≈ 9.22e15 µs)
-
-
-def _us_to_ns(values: list, column: str, path: Path, warnings: list[str]) -> pl.Series:
-    """Microsecond values (int, float or numeric text) to int64 ns, exact to the ns for floats below 2**53 µs.
-
-    The whole part is converted exactly and only the fraction goes through float rounding, so
-    absolute epoch timestamps (≈1.7e15 µs) keep every integer microsecond.
-    """
-    s = pl.Series(values, dtype=pl.Float64, strict=False)
-    bad = s.is_not_null() & (~s.is_finite() | (s.abs() >= _NS_LIMIT))
-    n_bad = int(bad.sum())
-    if n_bad:
-        warnings.append(f"{path}: {n_bad} '{column}' values are not finite or too large for int64 ns; dropped")
-        s = pl.select(pl.when(bad).then(None).otherwise(s)).to_series()
-    whole = s.floor()
-    ns = whole.cast(pl.Int64) * 1000 + ((s - whole) * 1000).round().cast(pl.Int64)
-    return ns.alias(column)
 
 
 def _ints(values: list) -> pl.Series:
