@@ -25,7 +25,8 @@ def launch_links(events: pl.DataFrame, complete: pl.DataFrame) -> pl.DataFrame:
         .select("call_idx", "exec_idx", via=pl.lit("correlation"))
     )
     by_flow = _flow_links(events, calls, execs, by_corr["exec_idx"])
-    links = pl.concat([by_corr, by_flow], how="vertical").unique("exec_idx", keep="first", maintain_order=True)
+    # correlation alone gives each activity one call (one call per correlation id); flows may bind an activity twice
+    links = by_corr if by_flow.is_empty() else pl.concat([by_corr, by_flow], how="vertical").unique("exec_idx", keep="first", maintain_order=True)
     return links.cast(_LINK_SCHEMA).sort("exec_idx")
 
 

@@ -163,7 +163,7 @@ class Profile:
         """One row per ProfilerStep#N window with per-lane busy time and hardware idle inside it."""
         spans, names = self._spans
         steps = self.select_complete(is_step(pl.col("name"))).to_series()
-        windows = step_windows(self.select_complete("name", "ts", "end", "dur", where=is_step(pl.col("name"))))
+        windows = step_windows(self.select_complete("name", "ts", "end", "dur", where=pl.col("name").str.starts_with("ProfilerStep#")))
         return step_totals(windows, spans, max(len(names), 1), steps)
 
     @cached_property

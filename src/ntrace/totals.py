@@ -51,12 +51,12 @@ def spans(events: pl.DataFrame, keep: pl.Series) -> tuple[pl.DataFrame, pl.Serie
     stream = (pl.col("lane") == "device").fill_null(False) & pl.col("stream").is_not_null()
     kind = pl.when(hardware).then(0).when(device_side).then(1).when(stream).then(2).otherwise(3).cast(pl.UInt8)
     parts = ["kind", "pid", "tid", "stream"]
-    keys = events.select(
+    keys = events.lazy().filter(keep).select(
         kind.alias("kind"),
         pid=pl.when(~stream | hardware | device_side).then(_text_code("pid")),  # every track but a stream's names its pid
         tid=pl.when(~hardware & (device_side | ~stream)).then(_text_code("tid")),  # device streams and threads name their tid
         stream=pl.when(~hardware & ~device_side & stream).then(pl.col("stream")),
-    ).filter(keep)
+    ).collect()
     first = keys.with_row_index("row").unique(parts, keep="first")
     rows = keep.arg_true().gather(first["row"])
     first = first.with_columns(name=events[rows].select(track()).to_series())
