@@ -114,7 +114,7 @@ def small_runs(profile: "Profile", top: int = 3, max_gap: int = MAX_DISPATCH_GAP
 def host_to_device_copies(profile: "Profile") -> pl.DataFrame:
     """Ops that copy host memory to the device while they run: the copy call, the device copy it started, and the op."""
     device_side = profile.select_complete("idx", "name", where=pl.col("side") == "device")
-    copies = device_side.filter(pl.col("name").fill_null("").str.contains(_HTOD))  # the pattern runs on device-side names only
+    copies = device_side.filter(pl.col("name").str.contains(_HTOD).fill_null(False))  # the pattern runs on device-side names only
     by_device = launching_ops(profile, copies).filter(pl.col("op_idx").is_not_null())
     calls = profile.select_complete("idx", where=(pl.col("lane") == "runtime_api") & pl.col("name").is_in(HOST_TO_DEVICE_CALLS))
     by_call = calls.with_columns(op_idx=op_around(profile, calls["idx"])).filter(pl.col("op_idx").is_not_null())

@@ -20,7 +20,7 @@ _NEST_SCHEMA = {"idx": pl.Int64, "parent_idx": pl.Int64, "depth": pl.Int64, "ope
 
 
 #: The complete events that run on host threads and take part in nesting (the profiler's own "Trace" span excluded).
-HOST_EVENT = (pl.col("side") == "host") & (pl.col("cat").fill_null("") != "Trace")
+HOST_EVENT = (pl.col("side") == "host") & (pl.col("cat") != "Trace").fill_null(True)
 
 
 def parents(events: pl.DataFrame) -> pl.DataFrame:

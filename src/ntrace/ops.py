@@ -83,7 +83,7 @@ def op_name(name: pl.Expr) -> pl.Expr:
 
 def _tree_events(profile: "Profile", *columns: str) -> pl.DataFrame:
     """`columns` of the host events torch builds its op tree from (every host complete event except the names it hides), in idx order."""
-    hidden = pl.col("name").fill_null("").is_in(HIDDEN_NAMES)
+    hidden = pl.col("name").is_in(HIDDEN_NAMES).fill_null(False)  # no fill_null on the text: that would copy every name
     return profile.select_complete(*columns, where=HOST_EVENT & ~hidden).sort("idx")
 
 
@@ -148,9 +148,9 @@ def _op_rows(profile: "Profile", *columns: str) -> pl.DataFrame:
     )
     self_cpu = dur - pl.zeros(n, dtype=pl.Int64, eager=True).scatter(kids["parent"], kids["dur"])
     # a row is folded when it is its parent's only child and has the parent's name; its times move to the nearest kept ancestor
-    name = host["name"].fill_null("")
+    name = host["name"]
     only = kids.filter(pl.col("len") == 1)
-    only = only.filter(name.gather(only["row"]) == name.gather(only["parent"]))
+    only = only.filter(name.gather(only["row"]).fill_null("") == name.gather(only["parent"]).fill_null(""))
     folded = pl.zeros(n, dtype=pl.Boolean, eager=True).scatter(only["row"], True)
     rows = only["row"].cast(pl.Int64)
     moved = (

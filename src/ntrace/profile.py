@@ -53,9 +53,12 @@ class Profile:
         made unless Profile.complete itself is asked for (then it is reused).
         """
         cached = "complete" in self.__dict__
-        rows = self.complete.lazy() if cached else self.events.lazy().filter(self._is_complete)
-        if where is not None:
-            rows = rows.filter(where)
+        frame = self.complete if cached else self.events
+        keep = None if cached else self._is_complete
+        if where is not None:  # as one mask over the whole frame: the columns it reads are not copied
+            hit = frame.select(where.fill_null(False)).to_series()
+            keep = hit if keep is None else keep & hit
+        rows = frame.lazy() if keep is None else frame.lazy().filter(keep)
         out = rows.select(*columns, **named).collect()  # lazy: only the columns read are filtered, expressions run on the rows kept
         if "idx" in out.columns and self._idx_sorted:  # file order, as decoded or read back: flagged, joins on idx merge instead of hashing
             out = out.with_columns(pl.col("idx").set_sorted())

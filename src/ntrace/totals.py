@@ -98,8 +98,10 @@ def lane_totals(spans: pl.DataFrame, window_ns: int) -> pl.DataFrame:
 def lane_categories(complete: pl.DataFrame) -> pl.DataFrame:
     """Events and summed duration per (lane, category), so a reader sees what each lane is made of."""
     return (
-        complete.group_by("lane", pl.col("cat").fill_null("").alias("category"))  # grouped on the lane's code, named after
+        complete.group_by("lane", "cat")  # grouped on the lane's code and the text as written, named after
         .agg(events=pl.len().cast(pl.Int64), total=pl.col("dur").sum())
+        .group_by("lane", category=pl.col("cat").fill_null(""))  # a missing category counts as "" (few rows)
+        .agg(pl.col("events").sum(), pl.col("total").sum())
         .with_columns(pl.col("lane").cast(pl.String))
         .sort(["lane", "events", "category"], descending=[False, True, False])  # category breaks ties: same input, same order
     )
