@@ -80,3 +80,9 @@ def test_columns_from_a_memory_map_equal_those_from_bytes(tmp_path: Path) -> Non
 def test_a_value_of_another_type_declines() -> None:
     raws = _RAW.decode(b'[{"ph": "X", "ts": "12.5"}]')
     assert batches.typed_columns(raws) is None  # the caller falls back to the coercing decoders
+
+
+def test_a_shape_that_is_not_utf8_declines() -> None:
+    text = b'{"traceEvents": [{"ph": "X", "args": {"Input Dims": ["\xff"]}}]}'
+    assert batches.typed_columns(_RAW.decode(text).traceEvents) is None  # the caller repairs the text
+    assert batches.window_columns(text, windows.outline(text, _OUTLINE)) is None

@@ -21,7 +21,7 @@ from typing import Sequence
 import msgspec
 import polars as pl
 
-from ntrace.columns import ids_text, text_ints, us_to_ns
+from ntrace.columns import ids_text, shapes_text, text_ints, us_to_ns
 from ntrace.progress import report
 from ntrace.windows import Outline, windows
 
@@ -76,25 +76,26 @@ def typed_columns(raws: Sequence[msgspec.Raw], text: object = None, stage: str =
     `text` is the buffer the raws point into; a memory map has its pages released after each
     batch. Progress is reported per batch under `stage`.
     """
+    if not raws:
+        return None
     _release(text)  # the pages the split into raws read
     chunks = _Chunks()
-    for start in range(0, len(raws), BATCH):
-        batch = list(raws[start : start + BATCH])
-        batch[0] = b"[" + bytes(batch[0])  # brackets on the end items: wrapping the joined text would copy it twice
-        batch[-1] = bytes(batch[-1]) + b"]"
-        try:
-            events = _BATCH.decode(b",".join(batch))
-        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
-            return None
-        chunks.add(events)
-        del events, batch
-        _release(text)
-        report(stage, min(start + BATCH, len(raws)), len(raws), "events")
-    return chunks.columns() if raws else None
+    try:
+        for start in range(0, len(raws), BATCH):
+            batch = list(raws[start : start + BATCH])
+            batch[0] = b"[" + bytes(batch[0])  # brackets on the end items: wrapping the joined text would copy it twice
+            batch[-1] = bytes(batch[-1]) + b"]"
+            chunks.add(_BATCH.decode(b",".join(batch)))
+            del batch
+            _release(text)
+            report(stage, min(start + BATCH, len(raws)), len(raws), "events")
+        return chunks.columns()
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError, pl.exceptions.ComputeError):  # ComputeError: a shape not UTF-8
+        return None
 
 
 def window_columns(text: object, found: Outline, stage: str = "decoding") -> dict[str, pl.Series] | None:
-    """Columns of the events in `found`'s array, decoded a window at a time (ntrace.windows), or None when a value has a type the typed decoder rejects.
+    """Columns of the events in `found`'s array, decoded a window at a time (ntrace.windows), or None when a value has a type the typed decoder rejects (or a shape is not UTF-8).
 
     Raises windows.Uncut when the array cannot be cut into windows. A memory map has the pages
     of each window released once it is decoded. Progress is reported per window under `stage`.
@@ -109,15 +110,15 @@ def window_columns(text: object, found: Outline, stage: str = "decoding") -> dic
             _release(text, done, reached)
             done = reached
             report(stage, reached - found.start, found.end - found.start, "bytes")
-    except (msgspec.ValidationError, UnicodeDecodeError, RecursionError):
+        if not chunks.groups and not chunks.batches:  # `[]`: no window to decode
+            chunks.add([])
+        return chunks.columns()
+    except (msgspec.ValidationError, UnicodeDecodeError, RecursionError, pl.exceptions.ComputeError):  # ComputeError: a shape not UTF-8
         return None
-    if not chunks.groups and not chunks.batches:  # `[]`: no window to decode
-        chunks.add([])
-    return chunks.columns()
 
 
 class _Chunks:
-    """The columns of the batches decoded so far, every GROUP batches joined into one chunk in final form: times in ns (and what was dropped), pid/tid as text.
+    """The columns of the batches decoded so far, every GROUP batches joined into one chunk in final form: times in ns (and what was dropped), pid/tid and shapes as text.
 
     Joining as decoding goes keeps the chunks few (later steps are slower on many), and the
     small buffers it frees are reused by the next batches; converting a group at a time, no
@@ -149,6 +150,7 @@ class _Chunks:
             group[name] = ids_text(group[name])
         for name in _TIMES:
             group[name], group[f"{name}_dropped"] = us_to_ns(group[name])
+        group["input_dims"] = shapes_text(group["input_dims"])
         for name, column in group.items():
             self.groups.setdefault(name, []).append(column)
 

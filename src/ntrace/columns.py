@@ -50,7 +50,9 @@ def shapes_text(values: Iterable) -> pl.Series:
 
 
 def shapes_utf8(values: Iterable) -> bool:
-    """Whether every shape (raw JSON bytes, as the fast decoders keep them without checking) is UTF-8."""
+    """Whether every shape (raw JSON bytes, as the fast decoders keep them without checking) is UTF-8; text (shapes_text's output) is."""
+    if isinstance(values, pl.Series) and values.dtype == pl.String:
+        return True
     distinct = pl.Series(values, dtype=pl.Binary, strict=False).unique().drop_nulls().to_list()
     try:
         b"\n".join(distinct).decode()  # a newline between values: no two halves of a character can join across it
