@@ -104,3 +104,14 @@ def test_threads_do_not_nest_into_each_other() -> None:
 
 def test_empty() -> None:
     assert parents(frame([])).is_empty()
+
+
+@settings(max_examples=100, deadline=None)
+@given(spans_strategy)
+def test_times_too_far_apart_to_pack_give_the_same_tree(spans: list[tuple[int, str, int, int]]) -> None:
+    """An event 2**61 ns away leaves no room to pack (end, row) into one Int64: the two-key sort must give the same tree."""
+    far = [*spans, (len(spans), "9", 2**61, 2**61 + 1)]
+    packed = parents(frame(spans)).select("idx", "parent_idx", "depth")
+    unpacked = parents(frame(far)).select("idx", "parent_idx", "depth").filter(pl.col("idx") < len(spans))
+    assert packed.equals(unpacked)
+    assert dict(unpacked.select("idx", "parent_idx").iter_rows()) == torch_parents(spans)

@@ -51,33 +51,56 @@ def tree(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
     ends = spans.select("thread", t="end", rank=pl.when(zero).then(-pl.col("end")).otherwise(pl.lit(_FIRST)), key=pl.col("row") * 2 + 1)
     # Every (t, rank, key) is distinct, so a stable sort by thread after it gives the full order;
     # each thread's points add up to zero, so the running count over all threads is each thread's own.
+    order = _in_rank_order(starts, ends, spans.height).sort("t", maintain_order=True) if _packs(spans) else pl.concat([starts, ends]).sort(["t", "rank", "key"])
     # Rows, positions and depths are Int32 (exact below 2**31 points), cast back to Int64 at the end.
     points = (
-        pl.concat([starts, ends])
-        .sort(["t", "rank", "key"])
-        .sort("thread", maintain_order=True)
+        order.sort("thread", maintain_order=True)
         .select(row=(pl.col("key") // 2).cast(pl.Int32), delta=(1 - 2 * (pl.col("key") % 2)).cast(pl.Int32))
         .with_columns(pos=pl.int_range(pl.len(), dtype=pl.Int32), depth=pl.col("delta").cum_sum() - 1)
     )
+    del order
     opens = points.filter(pl.col("delta") == 1).select("row", "pos", "depth")
-    closed = points.filter(pl.col("delta") == -1).select("row", "pos").sort("row")
+    closed = points.filter(pl.col("delta") == -1).select("row", "pos")
     del points
     # The last event opened one level up is on the same thread: a thread's points are contiguous and its parent opened among them.
     openers = opens.select("pos", parent_row="row", depth=pl.col("depth") + 1)
-    # Back in row order by sorting on the row number: cheaper than joining on idx.
-    opened = opens.join_asof(openers, on="pos", by="depth", strategy="backward", allow_exact_matches=False, check_sortedness=False).sort("row")
+    opened = opens.join_asof(openers, on="pos", by="depth", strategy="backward", allow_exact_matches=False, check_sortedness=False)
     del opens, openers
-    idx, parent = events["idx"], opened["parent_row"].cast(pl.Int64)
+    n = events.height
+
+    def by_row(frame: pl.DataFrame, column: str) -> pl.Series:
+        """`column` of a frame holding one row per event, put back in row order (a scatter, no sort)."""
+        return pl.repeat(None, n, dtype=frame.schema[column], eager=True).scatter(frame["row"], frame[column])
+
+    idx, parent = events["idx"], by_row(opened, "parent_row").cast(pl.Int64)
     frame = pl.DataFrame(
         {
             "idx": idx,
             "parent_idx": idx.gather(parent),
-            "depth": opened["depth"],
-            "open_pos": opened["pos"],
-            "close_pos": closed["pos"],
+            "depth": by_row(opened, "depth"),
+            "open_pos": by_row(opened, "pos"),
+            "close_pos": by_row(closed, "pos"),
         }
     ).cast(_NEST_SCHEMA)
     return frame, parent.alias("parent_row")
+
+
+def _packs(spans: pl.DataFrame) -> bool:
+    """Whether (end span, row) of every event packs into one Int64 below 2**62, as `_in_rank_order` needs."""
+    low, high = spans.select(low=pl.col("end").min(), high=pl.col("end").max()).row(0)
+    return low is not None and (high - low + 1) * 2 * max(spans.height, 1) < 1 << 62
+
+
+def _in_rank_order(starts: pl.DataFrame, ends: pl.DataFrame, n: int) -> pl.DataFrame:
+    """The points in (rank, key) order, made with one integer sort of the starts instead of sorting all points on two keys.
+
+    Ends of non-zero events rank first (`_FIRST`) and come in row order as made; starts and the
+    ends of zero-length events follow by rank (-end, so by end descending), then key, packed in one Int64.
+    """
+    top = ends["t"].max()
+    late = pl.concat([starts, ends.filter(pl.col("rank") != _FIRST)])
+    late = late.sort((top + pl.col("rank")) * (2 * n) + pl.col("key"))  # rank = -end: top - end >= 0
+    return pl.concat([ends.filter(pl.col("rank") == _FIRST), late])
 
 
 def parent_rows(nesting: pl.DataFrame) -> pl.Series:
