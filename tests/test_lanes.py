@@ -55,3 +55,13 @@ def test_user_extension_overrides_and_adds() -> None:
     assert out["side"].to_list() == ["device", "host"]
     with pytest.raises(ValueError, match="unknown lane"):
         lane_table({"x": "gpu"})
+
+
+def test_classify_equals_a_lookup_per_event() -> None:
+    """Lanes given per distinct category (by code) equal a plain Python lookup of every event's category."""
+    rows = {cat.lower(): (lane, side) for cat, lane, side, _ in LANE_ROWS}
+    cats = [c for cat, *_ in LANE_ROWS for c in (cat, cat.upper())] + ["new_cat", "", None] * 5
+    out = classify(_events(cats * 3))
+    expected = [rows.get((c or "").lower(), ("other", "host")) if c is not None else ("other", "host") for c in cats * 3]
+    assert list(zip(out["lane"].to_list(), out["side"].to_list())) == expected
+    assert out["lane"].dtype == pl.Enum(LANES) and out["side"].dtype == pl.String

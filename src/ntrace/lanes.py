@@ -57,9 +57,11 @@ def classify(events: pl.DataFrame, table: pl.DataFrame | None = None) -> pl.Data
     """Add `lane` and `side` to every event; categories the table does not name go to `other` on the host."""
     table = lane_table() if table is None else table
     cats = table["category"].str.to_lowercase()
-    cat = pl.col("cat").str.to_lowercase()
-    # two new columns by lookup: a join would copy every column of the events frame
-    return events.with_columns(
-        lane=cat.replace_strict(cats, table["lane"], default="other", return_dtype=pl.Enum(LANES)),
-        side=cat.replace_strict(cats, table["side"], default="host", return_dtype=pl.String),
-    )
+    # each distinct category looked up once, then given to its events by code: a lookup of every
+    # event's text held 30-40 MiB more at its peak (330k events), a join would copy every column
+    names = events["cat"].unique().drop_nulls()
+    code = events["cat"].cast(pl.Enum(names)).to_physical()
+    lower = names.str.to_lowercase()
+    lane = lower.replace_strict(cats, table["lane"], default="other", return_dtype=pl.Enum(LANES))
+    side = lower.replace_strict(cats, table["side"], default="host", return_dtype=pl.String)
+    return events.with_columns(lane=lane.gather(code).fill_null("other"), side=side.gather(code).fill_null("host"))
