@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import brute_union
-from ntrace.intervals import busy, clip, gaps
+from ntrace.intervals import busy, gaps
 
 intervals = st.lists(
     st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 10_000), st.integers(0, 500)),
@@ -47,11 +47,6 @@ def test_gaps_merge_overlap_and_nesting() -> None:
     f = pl.DataFrame({"t": ["x"] * 4, "ts": [0, 2, 5, 20], "end": [10, 4, 12, 25]})
     g = gaps(f, ["t"])
     assert g.select("gap_start", "gap_end", "gap").rows() == [(12, 20, 8)]
-
-
-def test_clip_to_window() -> None:
-    f = pl.DataFrame({"ts": [0, 5, 30], "end": [10, 40, 35], "lo": [2, 2, 2], "hi": [20, 20, 20]})
-    assert clip(f, "lo", "hi").select("ts", "end").rows() == [(2, 10), (5, 20)]
 
 
 @given(intervals)

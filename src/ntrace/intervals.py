@@ -111,11 +111,3 @@ def busy(frame: pl.DataFrame, by: Sequence[str], start: str = "ts", end: str = "
     ordered = _reaching(frame, by, start, end)
     names = ordered.group_by("_track", maintain_order=True).agg(pl.col(name).first() for name in by)
     return names.join(group_busy(ordered, "_track", start, end), on="_track", maintain_order="left").drop("_track").sort(by)
-
-
-def clip(frame: pl.DataFrame, lo: str, hi: str, start: str = "ts", end: str = "end") -> pl.DataFrame:
-    """Clip each interval to the window [lo, hi) given by two columns; intervals falling outside become empty."""
-    return frame.with_columns(
-        pl.max_horizontal(start, lo).alias(start),
-        pl.min_horizontal(end, hi).alias(end),
-    ).filter(pl.col(end) >= pl.col(start))

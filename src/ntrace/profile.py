@@ -148,8 +148,8 @@ class Profile:
     def executions(self) -> pl.DataFrame:
         """The hardware lane's events (device executions): idx, name, ts, end, dur and the track (device) each ran on."""
         spans, names = self._spans
-        hardware = spans.select(pl.col("lane") == "hardware").to_series()
-        return self.select_complete("idx", "name", "ts", "end", "dur").filter(hardware).with_columns(track=names.gather(spans["track"].filter(hardware)))
+        tracks = spans.filter(pl.col("lane") == "hardware")["track"]  # the same rows, in the same order
+        return self.select_complete("idx", "name", "ts", "end", "dur", where=pl.col("lane") == "hardware").with_columns(track=names.gather(tracks))
 
     @cached_property
     def gaps(self) -> pl.DataFrame:
