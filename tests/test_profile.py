@@ -75,3 +75,38 @@ def test_device_lane_is_tracked_by_stream(trace: Path) -> None:
     tracks = load(trace).tracks
     assert tracks.filter(pl.col("lane") == "device")["track"].to_list() == ["stream 3"]
     assert tracks.filter(pl.col("lane") == "framework")["track"].to_list() == ["pid 100 tid 100"]
+
+
+_FRAMES = ("lanes", "categories", "tracks", "hardware_tracks", "hardware_idle", "links", "launch_delays", "gaps", "steps", "nesting", "attribution", "ops")
+
+
+def test_frames_are_the_same_whether_or_not_complete_was_made_first(trace: Path) -> None:
+    """The analyses read columns of the events through a mask, or of Profile.complete once someone made it: same frames both ways."""
+    lean, full = load(trace), load(trace)
+    assert full.complete.height == 13  # made first: every analysis below reads it instead of the events
+    for name in _FRAMES:
+        assert getattr(lean, name).equals(getattr(full, name)), name
+    assert "complete" not in lean.__dict__  # none of them made the full copy
+    assert lean.complete_count == full.complete_count == lean.complete.height
+    assert lean.window == full.window == (0, 150_000)
+
+
+def test_select_complete_and_executions(trace: Path) -> None:
+    profile = load(trace)
+    hardware = pl.col("lane") == "hardware"
+    picked = profile.select_complete("idx", "name", where=hardware, ts_us=pl.col("ts") / 1000)
+    assert picked["idx"].flags["SORTED_ASC"]  # joins on idx merge
+    assert picked.equals(profile.complete.filter(hardware).select("idx", "name", ts_us=pl.col("ts") / 1000))
+    expected = profile.tracked.filter(pl.col("lane") == "hardware").select("idx", "name", "ts", "end", "dur", "track")
+    assert profile.executions.equals(expected)
+    assert profile.executions["track"].to_list() == ["device 0"] * 4
+
+
+def test_op_around_looks_calls_up_in_the_op_tree(trace: Path) -> None:
+    from ntrace.ops import op_around
+
+    profile = load(trace)
+    # 2: nrt_execute inside aten::mul (1); 3: a kernel, not in the host tree; 5: nrt_execute inside aten::add (4); 0: the top step
+    got = op_around(profile, pl.Series([2, 3, None, 5, 0], dtype=pl.Int64)).to_list()
+    assert got == [1, None, None, 4, None]
+    assert got == [dict(profile.nesting.select("idx", "op_idx").iter_rows()).get(i) for i in (2, 3, None, 5, 0)]
