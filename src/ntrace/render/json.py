@@ -44,6 +44,7 @@ def profile_dict(profile: Profile) -> dict[str, Any]:
             }
         )
     gaps = {row["kind"]: _gap(row) for row in profile.gaps.iter_rows(named=True)}
+    busy = [c.removesuffix("_busy") for c in profile.steps.columns if c.endswith("_busy")]  # the lanes with a busy column, in column order
     return {
         "trace": str(profile.path),
         "variant": profile.variant,
@@ -64,7 +65,7 @@ def profile_dict(profile: Profile) -> dict[str, Any]:
                 "step": r["step"],
                 "name": r["name"],
                 "dur_us": us(r["dur"]),
-                "busy_us": {lane: us(r[f"{lane}_busy"]) for lane in (c.removesuffix("_busy") for c in r if c.endswith("_busy"))},
+                "busy_us": {lane: us(r[f"{lane}_busy"]) for lane in busy},
                 "hardware_events": r["hardware_events"],
                 "hardware_idle_us": us(r["hardware_idle"]),
             }
