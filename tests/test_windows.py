@@ -19,10 +19,10 @@ _EVENTS = msgspec.json.Decoder(list[msgspec.Raw])
 
 
 def _tricky(n: int) -> list[dict]:
-    """Events whose text holds what a cut looks for: `}, {` inside names, and nested arrays of objects inside args."""
+    """Events whose text holds what a cut looks for: `}, {` inside names, and nested arrays of objects inside args, some starting with "ph" as events do."""
     return [
         x(f'op}}, {{"ph": "X", "name": "{i}"}}, ' if i % 3 == 0 else f"op{i}", "cpu_op", 10.0 + i, 1.5,
-          **{"External id": i, "Input Dims": [[i, 1]], "nested": [{"a": {"b": i}}, {"c": "}, {"}], "more": {"d": [{"e": 1}, {}]}})
+          **{"External id": i, "Input Dims": [[i, 1]], "nested": [{"ph": "X", "a": {"b": i}}, {"ph": "}, {"}], "more": {"d": [{"e": 1}, {}]}})
         for i in range(n)
     ]
 
@@ -146,3 +146,12 @@ def test_a_long_tail_after_the_array_is_not_searched(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(windows, "_TAIL", 50)
     with pytest.raises(windows.Uncut):
         windows.outline(text, _OUTLINE)
+
+
+@pytest.mark.parametrize("size", [1, 500, 5000])
+def test_args_with_many_nested_objects_are_still_cut(size: int) -> None:
+    """Cuts before an event's `"ph"` are tried first: with 30 objects in each event's args, any cut would fail far more than _TRIES times in a row."""
+    events = [{"ph": "X", "name": f"op{i}", "ts": i, "dur": 1, "args": {"list": [{"k": j} for j in range(30)]}} for i in range(40)]
+    text = json.dumps({"traceEvents": events}, indent=1).encode()
+    raws, count = _cut_all(text, size)
+    assert [json.loads(r) for r in raws] == events and count > 1

@@ -7,7 +7,8 @@ array (the last events before it decode as an array), and the document with the 
 replaced by a marker string decodes with the marker as its top-level `traceEvents` (or as the
 document, for a bare array): that proves the array's place, and gives the metadata.
 
-Windows are cut after a `}` that is followed by `, {`. The first window starts at the array's
+Windows are cut after a `}` that is followed by `, {` (first tried where `{` opens an event as
+Kineto writes it, with `"ph"`, since nested objects in `args` would fail a window). The first window starts at the array's
 first element and each next one where the last one ended, so each starts at a true element
 boundary; decoded as `[` + window + `]`, it succeeds only if it also ends at one: a cut inside
 a string leaves that string unterminated, a cut inside a nested value leaves it unbalanced,
@@ -33,10 +34,14 @@ _TRIES = 8
 #: Most bytes after the array: the metadata keys Kineto writes there are small.
 _TAIL = 4 << 20
 _CUT = re.compile(rb"\}\s*,\s*\{")
+#: A cut before an event as Kineto writes one (`"ph"` first): nested objects in `args` rarely start so.
+_EVENT_CUT = re.compile(rb'\}\s*,\s*\{(?=\s*"ph"\s*:)')
 _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BARE = re.compile(rb"\s*\[")
 #: How far before a closing `]` the last events are looked for.
 _LAST = 1 << 16
+#: How far after a window's length a cut before an event that starts with `"ph"` is looked for (longer than most events).
+_AHEAD = 1 << 16
 _SKIM = msgspec.json.Decoder(list[msgspec.Raw])
 #: Stands in for the array when the rest of the document is checked; random, so no file can hold it.
 _MARKER = f"ntrace-{secrets.token_hex(16)}"
@@ -109,6 +114,12 @@ def _ends_with_events(text: Buffer, start: int, end: int) -> bool:
     return False
 
 
+def _first_cut(text: Buffer, start: int, end: int) -> re.Match | None:
+    """Where to try ending a window first: before the next event that starts with `"ph"` (looked for in the next _AHEAD bytes), else at any cut; None (the array's end) when the end is nearer."""
+    ahead = min(end, start + _AHEAD)
+    return _EVENT_CUT.search(text, start, ahead) or (_CUT.search(text, start, end) if ahead < end else None)
+
+
 def windows(text: Buffer, found: Outline, decode: Callable[[bytes], list], size: int | None = None) -> Iterator[tuple[list, int]]:
     """Each window's decoded events, with the offset of the text decoded up to; Uncut when a window fails at every cut tried.
 
@@ -119,7 +130,7 @@ def windows(text: Buffer, found: Outline, decode: Callable[[bytes], list], size:
     pos, end = found.start, found.end
     with memoryview(text) as view:
         while pos < end:
-            cut = _CUT.search(text, pos + size, end) if pos + size < end else None
+            cut = _first_cut(text, pos + size, end) if pos + size < end else None
             for _ in range(_TRIES):
                 stop = cut.start() + 1 if cut else end
                 try:
