@@ -7,10 +7,10 @@ array (the last events before it decode as an array), and the document with the 
 replaced by a marker string decodes with the marker as its top-level `traceEvents` (or as the
 document, for a bare array): that proves the array's place, and gives the metadata.
 
-Windows are cut after a `}` that is followed by `, {` (first tried where `{` opens an event as
-Kineto writes it, with `"ph"`, since nested objects in `args` would fail a window). The first window starts at the array's
-first element and each next one where the last one ended, so each starts at a true element
-boundary; decoded as `[` + window + `]`, it succeeds only if it also ends at one: a cut inside
+Windows are cut after a `}` that is followed by `, {` (first where the `{` opens an event as
+Kineto writes one, `"ph"` first: nested objects in `args` would fail a window). The first window
+starts at the array's first element and each next one where the last one ended, so each starts
+at a true element boundary; decoded as `[` + window + `]`, it succeeds only if it also ends at one: a cut inside
 a string leaves that string unterminated, a cut inside a nested value leaves it unbalanced,
 and either is a decode error, on which the window is extended to the next cut. So when every
 window decodes, the whole text is valid JSON and the windows' events are exactly those of its
