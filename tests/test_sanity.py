@@ -27,3 +27,12 @@ def test_unknown_ph_is_kept_and_counted(tmp_path: Path) -> None:
 def test_sound_trace_gets_no_warning(tmp_path: Path) -> None:
     evs = [x("a", "cpu_op", 0, 5), x("a", "cpu_op", 0, 5, tid=2), {"ph": "s", "id": 1, "ts": 0}, {"ph": "f", "id": 2, "ts": 1, "bp": "e"}]
     assert decode_trace(write_trace(tmp_path / "t.json", evs)).warnings == []
+
+
+def test_every_duplicate_is_found_whatever_its_hash(tmp_path: Path) -> None:
+    """One event written twice, in 16 traces with different times: found every time (a slot hash of 2**63 or more once made the check miss it)."""
+    for i in range(16):
+        a = x(f"op{i}", "cpu_op", 10 * i + 0.5, 3 + i)
+        got = decode_trace(write_trace(tmp_path / f"t{i}.json", [x("b", "cpu_op", 1, 1), a, a]))
+        assert got.events["idx"].to_list() == [0, 1], i
+        assert got.warnings == [f"{tmp_path / f't{i}.json'}: 1 complete events are exact duplicates of earlier ones; the copies were dropped"]

@@ -26,15 +26,18 @@ def checked_events(events: pl.DataFrame, path: Path, warnings: list[str]) -> pl.
     if len(unknown):
         shown = ", ".join(repr(p) for p in unknown.unique().sort().head(5).to_list())
         warnings.append(f"{path}: {len(unknown)} events have a ph the trace format does not define ({shown}); they were not analyzed")
-    # sorted hashes of the slots: a collision only costs the exact check below; no hash table, no copy of the pid/tid text
-    slot = pl.col("ts").hash(1).xor(pl.col("dur").hash(2)).xor(pl.col("pid").hash(3)).xor(pl.col("tid").hash(4))
-    same_slot = slot.filter(pl.col("ph") == "X").sort().diff() == 0
-    if not events.select(same_slot.any()).item():
-        return events  # the common case, found at a third of the cost of comparing every field
+    # sorted hashes of the complete events' times: only events sharing one are compared field by field
+    # (no hash table, no copy of the text columns; two hashes instead of four keep the peak lower)
+    complete = pl.col("ph") == "X"
+    slot = pl.col("ts").hash(1).xor(pl.col("dur").hash(2))
+    hashes = events.select(slot.filter(complete).sort()).to_series()
+    shared = hashes.filter(hashes == hashes.shift(1))
+    if shared.is_empty():
+        return events  # the common case
     fields = [c for c in events.columns if c != "idx"]
-    duplicate = (pl.col("ph") == "X") & ~pl.struct(fields).is_first_distinct()
-    n_dup = events.select(duplicate.sum()).item()
-    if not n_dup:
+    candidates = events.filter(complete & slot.is_in(shared.unique().implode()))
+    copies = candidates.filter(~pl.struct(fields).is_first_distinct())["idx"]
+    if copies.is_empty():
         return events
-    warnings.append(f"{path}: {n_dup} complete events are exact duplicates of earlier ones; the copies were dropped")
-    return events.filter(~duplicate)
+    warnings.append(f"{path}: {len(copies)} complete events are exact duplicates of earlier ones; the copies were dropped")
+    return events.filter(~pl.col("idx").is_in(copies.implode()))
