@@ -52,17 +52,20 @@ class Profile:
         The analyses read their few columns this way, so no full copy of the complete events is
         made unless Profile.complete itself is asked for (then it is reused).
         """
+        out = self.complete_rows(where).select(*columns, **named).collect()  # only the columns read are filtered, expressions run on the rows kept
+        if "idx" in out.columns and self._idx_sorted:  # file order, as decoded or read back: flagged, joins on idx merge instead of hashing
+            out = out.with_columns(pl.col("idx").set_sorted())
+        return out
+
+    def complete_rows(self, where: pl.Expr | None = None) -> pl.LazyFrame:
+        """The complete events (those where `where` holds, if given) as a lazy frame: a query on it copies only the columns it reads."""
         cached = "complete" in self.__dict__
         frame = self.complete if cached else self.events
         keep = None if cached else self._is_complete
         if where is not None:  # as one mask over the whole frame: the columns it reads are not copied
             hit = frame.select(where.fill_null(False)).to_series()
             keep = hit if keep is None else keep & hit
-        rows = frame.lazy() if keep is None else frame.lazy().filter(keep)
-        out = rows.select(*columns, **named).collect()  # lazy: only the columns read are filtered, expressions run on the rows kept
-        if "idx" in out.columns and self._idx_sorted:  # file order, as decoded or read back: flagged, joins on idx merge instead of hashing
-            out = out.with_columns(pl.col("idx").set_sorted())
-        return out
+        return frame.lazy() if keep is None else frame.lazy().filter(keep)
 
     @cached_property
     def _is_complete(self) -> pl.Series:
@@ -130,7 +133,7 @@ class Profile:
     def links(self) -> pl.DataFrame:
         """Runtime call → device activity links: (call_idx, exec_idx, via)."""
         ends = (pl.col("lane") == "runtime_api") | (pl.col("side") == "device")  # only these take part in links
-        return launch_links(self.events, self.select_complete("idx", "lane", "side", "correlation", "pid", "tid", "ts", where=ends))
+        return launch_links(self.events, self.complete_rows(ends))
 
     @cached_property
     def hardware_idle(self) -> pl.DataFrame:
