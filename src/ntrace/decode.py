@@ -328,8 +328,8 @@ def _raw_json(raw: msgspec.Raw) -> Any:
         return orjson.loads(bytes(raw).decode(errors="replace"))
 
 
-def _frame(cols: dict[str, list], path: Path, warnings: list[str]) -> pl.DataFrame:
-    """Build the typed events frame from raw columns; warn about values that had to be dropped."""
+def _frame(cols: dict[str, Any], path: Path, warnings: list[str]) -> pl.DataFrame:
+    """Build the typed events frame from columns as decoded (lists, or the batched decoder's final Series); warn about values that had to be dropped."""
     n = len(cols["ph"])
     for column in ("ts", "dur"):
         if f"{column}_dropped" not in cols:  # µs as decoded (the batched decoder gives ns, and what it dropped)
