@@ -51,7 +51,10 @@ def tree(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
     ends = spans.select("thread", t="end", rank=pl.when(zero).then(-pl.col("end")).otherwise(pl.lit(_FIRST)), key=pl.col("row") * 2 + 1)
     # Every (t, rank, key) is distinct, so a stable sort by thread after it gives the full order;
     # each thread's points add up to zero, so the running count over all threads is each thread's own.
-    order = _in_rank_order(starts, ends, spans.height).sort("t", maintain_order=True) if _packs(spans) else pl.concat([starts, ends]).sort(["t", "rank", "key"])
+    if _packs(spans):
+        order = _in_rank_order(starts, ends, spans.height).select("thread", "t", "key").sort("t", maintain_order=True)
+    else:
+        order = pl.concat([starts, ends]).sort(["t", "rank", "key"]).select("thread", "t", "key")
     # Rows, positions and depths are Int32 (exact below 2**31 points), cast back to Int64 at the end.
     points = (
         order.sort("thread", maintain_order=True)
