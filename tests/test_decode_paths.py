@@ -1,4 +1,4 @@
-"""The three ways into a Profile — the fast (batched typed msgspec) path, the plain orjson path and the Parquet cache — give the same JSON."""
+"""The ways into a Profile — the fast (batched typed msgspec) path, the plain orjson path, the Parquet cache with its stored analysis and recomputed from its events — give the same JSON."""
 
 from __future__ import annotations
 
@@ -41,10 +41,13 @@ def _rendered(path: Path, **kw: object) -> dict:
 
 
 def _three_ways(trace: Path, tmp_path: Path) -> tuple[dict, dict, dict]:
+    """fast, plain and Parquet JSON; the Parquet both from its stored analysis and recomputed, which must agree."""
     converted = convert_to_parquet(trace, tmp_path / "pq")
     assert converted["error"].is_null().all()
     parquet = Path(converted["parquet"][0])
-    return _rendered(trace), _rendered(trace, fast=False), _rendered(parquet)
+    stored = _rendered(parquet)
+    assert stored == _rendered(parquet, recompute=True)
+    return _rendered(trace), _rendered(trace, fast=False), stored
 
 
 def _uses_batches(path: Path, monkeypatch: pytest.MonkeyPatch) -> bool:

@@ -27,20 +27,27 @@ class Analysis:
         return [*self.warnings, *(w for p in self.profiles for w in p.warnings)]
 
 
-def _load_one(path: Path, fast: bool, lanes: Mapping[str, str] | None, max_events: int | None = None) -> Profile | NtraceError:
+def _load_one(path: Path, fast: bool, lanes: Mapping[str, str] | None, max_events: int | None = None, recompute: bool = False) -> Profile | NtraceError:
     """Load one trace, returning the error instead of raising so one bad file never stops the rest."""
     try:
-        return load(path, fast=fast, lanes=lanes, max_events=max_events)
+        return load(path, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute)
     except NtraceError as exc:
         return exc
 
 
 def analyze(
-    path: str | Path, *, jobs: int = 1, fast: bool = True, lanes: Mapping[str, str] | None = None, max_events: int | None = None
+    path: str | Path,
+    *,
+    jobs: int = 1,
+    fast: bool = True,
+    lanes: Mapping[str, str] | None = None,
+    max_events: int | None = None,
+    recompute: bool = False,
 ) -> Analysis:
     """Load every trace at or under `path`. A single bad file given directly raises; among many it becomes a warning.
 
-    `max_events` keeps only each JSON trace's first events. Each profile gets its capture session's
+    `max_events` keeps only each JSON trace's first events; `recompute` ignores the analysis stored in
+    `ntrace convert` Parquet files, recomputing it from their events. Each profile gets its capture session's
     artifacts; sessions whose NEFF/NTFF/.pb files have no analyzable trace land in `Analysis.artifacts`,
     so a directory of artifacts alone is reported rather than refused.
     """
@@ -54,7 +61,7 @@ def analyze(
         why = f" ({'; '.join(notes)})" if notes else ""
         raise InputError(root, f"holds no framework trace (*.json, *.json.gz with traceEvents){why}")
     if not root.is_dir():
-        profile = load(root, fast=fast, lanes=lanes, max_events=max_events)
+        profile = load(root, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute)
         profile.artifacts = sessions[0]
         return Analysis(root, [profile], warnings=artifact_warnings(sessions))
     n = len(traces)
@@ -63,9 +70,9 @@ def analyze(
         from multiprocessing import get_context
 
         with ProcessPoolExecutor(max_workers=min(jobs, n), mp_context=get_context("spawn")) as pool:  # fork can deadlock Polars' threads
-            results = list(pool.map(_load_one, traces, [fast] * n, [lanes] * n, [max_events] * n))
+            results = list(pool.map(_load_one, traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n))
     else:
-        results = [_load_one(t, fast, lanes, max_events) for t in traces]
+        results = [_load_one(t, fast, lanes, max_events, recompute) for t in traces]
     by_dir = {s.dir: s for s in sessions}
     analysis = Analysis(root, warnings=notes)
     for trace, result in zip(traces, results):

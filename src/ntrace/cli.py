@@ -80,14 +80,17 @@ def main(debug: bool) -> None:
 @click.option("--sort-by", type=click.Choice(list(SORT_KEYS)), default="self_cpu_time_total", show_default=True, help="Sort the op table by this torch key.")
 @click.option("--top", type=click.IntRange(1), default=None, help="Show only the first N rows of the op table.")
 @click.option("--group-by-shape", is_flag=True, help="One op table row per (name, input shapes), where the trace recorded shapes.")
+@click.option("--recompute", is_flag=True, help="For `ntrace convert` Parquet files: recompute the analysis from the stored events instead of reusing the stored results.")
 @_fail_cleanly
-def analyze(path: Path, fmt: str, quiet: bool, jobs: int, plain: bool, max_events: int | None, sort_by: str, top: int | None, group_by_shape: bool) -> None:
+def analyze(
+    path: Path, fmt: str, quiet: bool, jobs: int, plain: bool, max_events: int | None, sort_by: str, top: int | None, group_by_shape: bool, recompute: bool
+) -> None:
     """Analyze a trace file, or every trace under a directory: lanes, tracks, dispatch gaps, steps."""
     from ntrace.analysis import analyze as run
     from ntrace.progress import progress, report as note_progress
 
     with progress(enabled=not quiet):
-        result = run(path, jobs=jobs, fast=not plain, max_events=max_events)
+        result = run(path, jobs=jobs, fast=not plain, max_events=max_events, recompute=recompute)
         set_view(result.profiles, sort_by=sort_by, top=top, group_by_shape=group_by_shape)
         note_progress("analyzing", len(result.profiles), None, "traces")
         text = _renderer(fmt).render(result)

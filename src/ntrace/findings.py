@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import polars as pl
 
-from ntrace.ops import hardware_time, launching_ops, op_around, op_name
+from ntrace.ops import launching_ops, op_around, op_name
 from ntrace.render.units import fmt_pct, fmt_time
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def hotspots(profile: "Profile", top: int = 3) -> pl.DataFrame:
     """The ops with the most self device time, each with the hardware executions attributed to it."""
     dev = profile.device
     execs = profile.attribution.filter(pl.col("op_idx").is_not_null())
-    hw_total = hardware_time(profile)
+    hw_total = profile.hardware_ns
     if execs.is_empty() or not hw_total:
         return pl.DataFrame(schema=FINDING_SCHEMA)
     ops = profile.select_complete(op_idx="idx", op=op_name(pl.col("name").fill_null("")), where=pl.col("idx").is_in(execs["op_idx"].implode()))

@@ -43,6 +43,9 @@ _DEVICE_CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("CUDA", ("cuda_runtime", "cuda_driver", "kernel", "gpu_memcpy", "gpu_memset")),
 )
 
+#: The op table's additive columns: every view sums them.
+_SUMS = ["calls", "self_cpu", "cpu_total", "self_device", "device_total"]
+
 OP_SCHEMA: dict[str, pl.DataType] = {
     "name": pl.String,
     "input_dims": pl.String,
@@ -176,17 +179,10 @@ def op_events(profile: "Profile") -> pl.DataFrame:
     )
 
 
-def op_table(profile: "Profile", group_by_shape: bool = False, sort_by: str = "self_cpu_time_total") -> pl.DataFrame:
-    """key_averages() as a frame: one row per op name (and input shape when asked), plus the unlinked device time row.
-
-    Columns: name, [input_dims], calls, self_cpu, cpu_total, cpu_avg, self_device, device_total,
-    device_avg (ns) and device_pct (share of all hardware time), sorted descending by a torch sort key.
-    """
-    if sort_by not in SORT_KEYS:
-        raise ValueError(f"unknown sort key {sort_by!r}; use one of {', '.join(SORT_KEYS)}")
-    keys = ["name", "input_dims"] if group_by_shape else ["name"]
+def op_groups(profile: "Profile") -> pl.DataFrame:
+    """Every view of the op table sums these rows: per (name, input_dims), calls, self_cpu, cpu_total, self_device, device_total (ns), plus the unlinked device time row."""
+    keys = ["name", "input_dims"]
     kept = pl.col("kept")
-    sums = ["calls", "self_cpu", "cpu_total", "self_device", "device_total"]
     rows = (  # grouped on the names as written, then once more on torch's names (ProfilerStep#N -> ProfilerStep*): few rows get renamed
         _op_rows(profile, *keys)
         .group_by(keys)
@@ -200,19 +196,30 @@ def op_table(profile: "Profile", group_by_shape: bool = False, sort_by: str = "s
         .filter(pl.col("calls") > 0)
         .with_columns(op_name(pl.col("name").fill_null("")))
         .group_by(keys)
-        .agg(pl.col(sums).sum())
+        .agg(pl.col(_SUMS).sum())
     )
+    schema = {k: OP_SCHEMA[k] for k in (*keys, *_SUMS)}
     unlinked = profile.attribution.filter(pl.col("op_idx").is_null())
-    hw_total = hardware_time(profile)
     if unlinked.height:
         unlinked_ns = int(unlinked["dur"].sum())
-        extra = pl.DataFrame(
-            {"name": [UNLINKED], "input_dims": [None], "calls": [unlinked.height], "self_cpu": [0], "cpu_total": [0],
-             "self_device": [unlinked_ns], "device_total": [unlinked_ns]},
-            schema={k: OP_SCHEMA[k] for k in ("name", "input_dims", "calls", "self_cpu", "cpu_total", "self_device", "device_total")},
-        ).select(*keys, "calls", "self_cpu", "cpu_total", "self_device", "device_total")
-        rows = pl.concat([rows.cast(extra.schema), extra])
-    column = SORT_KEYS[sort_by]
+        extra = {"name": [UNLINKED], "input_dims": [None], "calls": [unlinked.height], "self_cpu": [0], "cpu_total": [0], "self_device": [unlinked_ns], "device_total": [unlinked_ns]}
+        rows = pl.concat([rows.cast(schema), pl.DataFrame(extra, schema=schema)])
+    return rows.cast(schema).sort(keys, nulls_last=True)
+
+
+def op_table(profile: "Profile", group_by_shape: bool = False, sort_by: str = "self_cpu_time_total") -> pl.DataFrame:
+    """key_averages() as a frame: one row per op name (and input shape when asked), plus the unlinked device time row.
+
+    Columns: name, [input_dims], calls, self_cpu, cpu_total, cpu_avg, self_device, device_total,
+    device_avg (ns) and device_pct (share of all hardware time), sorted descending by a torch sort
+    key (then by name and shape, so ties always come out in the same order). Every view sums
+    Profile.op_groups, so the op tree is built once whatever the view.
+    """
+    if sort_by not in SORT_KEYS:
+        raise ValueError(f"unknown sort key {sort_by!r}; use one of {', '.join(SORT_KEYS)}")
+    keys = ["name", "input_dims"] if group_by_shape else ["name"]
+    rows = profile.op_groups if group_by_shape else profile.op_groups.group_by("name").agg(pl.col(_SUMS).sum())
+    hw_total = profile.hardware_ns
     schema = {k: v for k, v in OP_SCHEMA.items() if k in keys or k not in ("name", "input_dims")}
     return (
         rows.with_columns(
@@ -222,15 +229,19 @@ def op_table(profile: "Profile", group_by_shape: bool = False, sort_by: str = "s
         )
         .select(list(schema))
         .cast(schema)
-        .sort([column, "name"], descending=[True, False], nulls_last=True)
+        .sort([SORT_KEYS[sort_by], *keys], descending=[True, *[False] * len(keys)], nulls_last=True)
     )
+
+
+def self_cpu_time(profile: "Profile") -> int:
+    """Self CPU time over every op, ns: the self times of a tree add up to its roots' durations."""
+    roots = profile.nesting.filter(pl.col("parent_idx").is_null()).select("idx")
+    return int(roots.join(_tree_events(profile, "idx", "dur"), on="idx")["dur"].sum())
 
 
 def totals(profile: "Profile") -> tuple[int, int]:
     """(self CPU time total, self device time total) in ns over every op, the footer of torch's table (top-N views included)."""
-    roots = profile.nesting.filter(pl.col("parent_idx").is_null()).select("idx")
-    self_cpu = int(roots.join(_tree_events(profile, "idx", "dur"), on="idx")["dur"].sum())  # self times of a tree add up to its roots
-    return self_cpu, hardware_time(profile)
+    return profile.self_cpu_ns, profile.hardware_ns
 
 
 def set_view(profiles: "Iterable[Profile]", sort_by: str = "self_cpu_time_total", top: int | None = None, group_by_shape: bool = False) -> None:

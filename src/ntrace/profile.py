@@ -99,7 +99,7 @@ class Profile:
         """Length of the profiled window, ns."""
         return self.window[1] - self.window[0]
 
-    @property
+    @cached_property
     def complete_count(self) -> int:
         """How many complete events the profile holds."""
         return self._spans[0].height
@@ -199,6 +199,34 @@ class Profile:
         return device_attribution(self)
 
     @cached_property
+    def op_groups(self) -> pl.DataFrame:
+        """The op table before any view: sums per (name, input_dims), plus the unlinked device time row (see ntrace.ops.op_groups)."""
+        from ntrace.ops import op_groups
+
+        return op_groups(self)
+
+    @cached_property
+    def hardware_ns(self) -> int:
+        """All hardware execution time, ns (see ntrace.ops.hardware_time)."""
+        from ntrace.ops import hardware_time
+
+        return hardware_time(self)
+
+    @cached_property
+    def self_cpu_ns(self) -> int:
+        """Self CPU time over every op, ns: the footer of torch's table (see ntrace.ops.self_cpu_time)."""
+        from ntrace.ops import self_cpu_time
+
+        return self_cpu_time(self)
+
+    @cached_property
+    def findings(self) -> pl.DataFrame:
+        """What to look at first: device hotspots, runs of small executions, host→device copies (see ntrace.findings)."""
+        from ntrace.findings import profile_findings
+
+        return profile_findings(self)
+
+    @cached_property
     def ops(self) -> pl.DataFrame:
         """The per-op table of torch's key_averages() (ns), sorted by self CPU; see ntrace.ops.op_table for other views."""
         from ntrace.ops import op_table
@@ -206,14 +234,17 @@ class Profile:
         return op_table(self)
 
 
-def load(path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] | None = None, max_events: int | None = None) -> Profile:
+def load(
+    path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] | None = None, max_events: int | None = None, recompute: bool = False
+) -> Profile:
     """Decode and classify one trace file (an `ntrace convert` or Neuron Explorer .parquet file too); `lanes` adds category → lane rows.
 
-    `max_events` keeps only a JSON trace's first events (for traces too large to analyze whole).
+    `max_events` keeps only a JSON trace's first events (for traces too large to analyze whole);
+    `recompute` ignores the analysis an `ntrace convert` file stores, recomputing it from its events.
     """
     if Path(path).suffix.lower() == ".parquet":
         from ntrace.explorer import load_explorer  # imported here: explorer and parquet build on Profile
         from ntrace.parquet import is_ntrace_parquet, read_parquet
 
-        return read_parquet(path, lanes) if is_ntrace_parquet(path) else load_explorer(path)
+        return read_parquet(path, lanes, recompute=recompute) if is_ntrace_parquet(path) else load_explorer(path)
     return Profile.from_decoded(decode_trace(path, fast=fast, max_events=max_events), lanes)

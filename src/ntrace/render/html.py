@@ -232,13 +232,14 @@ def variant_table(analysis: Analysis, names: list[str]) -> pl.DataFrame:
     """The seed's comparison (ntrace.compare's columns) from the already-loaded profiles: one row per variant, slowest first.
 
     Variants are the entries directly under the analyzed directory when there are several (named
-    from capture.json where there is one), else the traces themselves.
+    from capture.json where there is one), else the traces themselves (also when the profiles were
+    read from a Parquet cache elsewhere, whose traces are not under the directory analyzed).
     """
     from ntrace.compare import COMPARE_SCHEMA, variant_name, variant_row
 
     root = analysis.root
     groups: dict[Path, list[Profile]] = {}
-    if root.is_dir():
+    if root.is_dir() and all(p.path.is_relative_to(root) for p in analysis.profiles):
         for p in analysis.profiles:
             groups.setdefault(root / p.path.relative_to(root).parts[0], []).append(p)
     if len(groups) > 1:
@@ -278,7 +279,7 @@ def profile_section(profile: Profile, name: str, span: int, uid: str) -> str:
         ops_html = f"<h3>Operators (torch key_averages() columns, computed from the trace)</h3>{html_table(shown, 'ops')}{more}"
     warnings = "".join(f"<li>{_esc(w)}</li>" for w in profile.warnings)
     return f"""<section class="profile" id="p-{uid}"><h2>{_esc(name)}</h2>
-<p>{_esc(profile.path)} — {profile.complete.height:,} complete events over a {fmt_time(profile.window_ns)} window.</p>
+<p>{_esc(profile.path)} — {profile.complete_count:,} complete events over a {fmt_time(profile.window_ns)} window.</p>
 {timeline(profile, span, uid)}
 <div class="side">{busy_chart}{idle_histogram(profile)}</div>
 <h3>Lanes</h3>{html_table(lanes_frame(profile), "lanes")}

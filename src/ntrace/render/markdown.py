@@ -32,7 +32,7 @@ def frame_table(frame: pl.DataFrame) -> str:
 
 def profile_markdown(profile: Profile, name: str) -> str:
     """One profile's section: lanes, hardware tracks, dispatch gaps, steps."""
-    out = [f"### {name}".translate(_ESCAPES), "", f"{profile.complete.height:,} complete events over a {fmt_time(profile.window_ns)} window.", ""]
+    out = [f"### {name}".translate(_ESCAPES), "", f"{profile.complete_count:,} complete events over a {fmt_time(profile.window_ns)} window.", ""]
     out += ["**Lanes**", "", frame_table(lanes_frame(profile)), ""]
     hw = hardware_tracks_frame(profile)
     if hw.height:

@@ -6,7 +6,6 @@ from typing import Any
 
 import polars as pl
 
-from ntrace.findings import profile_findings
 from ntrace.ops import totals
 from ntrace.profile import Profile
 from ntrace.render.units import fmt_pct, fmt_time, table, us
@@ -48,7 +47,7 @@ def ops_text(profile: Profile) -> str:
 
 def findings_text(profile: Profile) -> str:
     """Each finding as one line, then the events it rests on (idx, name, start relative to the window, duration)."""
-    found = profile_findings(profile)
+    found = profile.findings
     if found.is_empty():
         return "Findings\n  none"
     start = profile.window[0]
@@ -83,7 +82,7 @@ def ops_dicts(profile: Profile) -> list[dict[str, Any]]:
 
 def findings_dicts(profile: Profile) -> list[dict[str, Any]]:
     """The `findings` array of the analyze JSON: kind, subject, summary, time_us and the events (idx, name, ts_us, dur_us)."""
-    found = profile_findings(profile).with_columns(
+    found = profile.findings.with_columns(
         pl.col("events").list.eval(pl.struct(pl.element().struct.field("idx"), pl.element().struct.field("name"),
                                              (pl.element().struct.field("ts") / 1000).alias("ts_us"),
                                              (pl.element().struct.field("dur") / 1000).alias("dur_us")))

@@ -103,7 +103,7 @@ def steps_frame(profile: Profile) -> pl.DataFrame:
 
 def summary_row(profile: Profile, name: str) -> dict[str, object]:
     """One profile as one flat row: window, busy and events per lane, both gap kinds' statistics."""
-    row: dict[str, object] = {"trace": name, "events": profile.complete.height, "window_us": round(profile.window_ns / _NS_TO_US, 3)}
+    row: dict[str, object] = {"trace": name, "events": profile.complete_count, "window_us": round(profile.window_ns / _NS_TO_US, 3)}
     for r in profile.lanes.iter_rows(named=True):
         row[f"{r['lane']}_events"] = r["events"]
         row[f"{r['lane']}_busy_us"] = round(r["busy"] / _NS_TO_US, 3)
