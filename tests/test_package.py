@@ -36,6 +36,6 @@ def _allocator_conf(code: str, env: dict[str, str]) -> str:
 
 def test_cli_returns_freed_memory_sooner_unless_the_user_chose() -> None:
     code = "import os, ntrace.cli, polars; print(os.environ['_RJEM_MALLOC_CONF'])"
-    assert _allocator_conf(code, {}).endswith(",dirty_decay_ms:100,muzzy_decay_ms:0")  # appended after Polars' defaults: it wins
+    assert _allocator_conf(code, {}).endswith(",dirty_decay_ms:100,muzzy_decay_ms:0,oversize_threshold:65536")  # appended after Polars' defaults: it wins
     assert _allocator_conf(code, {"_RJEM_MALLOC_CONF": "narenas:1"}).endswith(",narenas:1")
     assert "dirty_decay_ms:100" not in _allocator_conf("import os, polars, ntrace; print(os.environ['_RJEM_MALLOC_CONF'])", {})
