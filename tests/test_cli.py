@@ -72,3 +72,29 @@ def test_analyze_names_variants_from_the_capture_manifest(tmp_path: Path) -> Non
     assert [p["variant"] for p in doc["profiles"]] == ["fused", "b"]
     text = CliRunner().invoke(main, ["analyze", str(tmp_path)]).output
     assert "== fused: " in text and "== b: " in text
+
+
+def test_entry_point_keeps_exit_codes_output_and_atexit_handlers(tmp_path: Path) -> None:
+    """`run()` ends the process without the interpreter's teardown: every status, all output and atexit handlers survive."""
+    _two_traces(tmp_path)
+    code = (
+        "import atexit, sys\n"
+        "from ntrace.cli import run\n"
+        "atexit.register(lambda: print('atexit ran', file=sys.stderr))\n"
+        "sys.argv = ['ntrace', *sys.argv[1:]]\n"
+        "run()\n"
+    )
+
+    def entry(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+
+    ok = entry("analyze", str(tmp_path), "--format", "json")
+    assert ok.returncode == 0 and len(json.loads(ok.stdout)["profiles"]) == 2  # the whole JSON, flushed
+    assert ok.stderr.endswith("atexit ran\n")
+    missing = entry("analyze", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and "does not exist" in missing.stderr and "atexit ran" in missing.stderr
+    assert entry("analyze", "--no-such-option").returncode == 2  # click's usage error
+    assert entry("--version").stdout.startswith("ntrace, version")
+    gate = entry("diff", str(tmp_path / "b"), str(tmp_path / "a"), "--fail-above", "1")  # device time grows from 0: the gate fails
+    assert gate.returncode == 1 and "fail: device time grew" in gate.stderr
+    assert ok.stdout == _run("analyze", str(tmp_path), "--format", "json").stdout  # python -m ntrace uses the same entry

@@ -276,3 +276,28 @@ def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt
             err=True,
         )
         sys.exit(1)
+
+
+def run() -> None:
+    """The console entry point: the CLI, then an exit that skips freeing every object one by one (about 50 ms after a 94 MiB trace).
+
+    Output is flushed and atexit handlers run as on a normal exit; only the interpreter's teardown
+    (module and frame deallocation, which a process about to end does not need) is skipped.
+    """
+    import atexit
+
+    try:
+        main()
+        code: Any = 0
+    except SystemExit as exc:
+        code = exc.code
+    if code is not None and not isinstance(code, int):  # sys.exit("message"): printed, status 1, as Python does
+        print(code, file=sys.stderr)
+        code = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # `ntrace … | head`: the reader left; nothing more to say
+        pass
+    atexit._run_exitfuncs()
+    os._exit(code or 0)
