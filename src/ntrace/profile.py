@@ -9,7 +9,9 @@ from typing import Any, Mapping
 
 import polars as pl
 
+from ntrace import findings as findmod
 from ntrace import gaps as gapmod
+from ntrace import ops as opmod
 from ntrace.artifacts import Session
 from ntrace.decode import DecodedTrace, decode_trace
 from ntrace.lanes import classify, lane_table
@@ -175,9 +177,7 @@ class Profile:
     @cached_property
     def _tree(self) -> tuple[pl.DataFrame, pl.Series]:
         """The nesting frame and, row for row, each event's parent row (see ntrace.ops.op_tree)."""
-        from ntrace.ops import op_tree
-
-        return op_tree(self)
+        return opmod.op_tree(self)
 
     @property
     def nesting(self) -> pl.DataFrame:
@@ -187,51 +187,37 @@ class Profile:
     @cached_property
     def device(self) -> str:
         """The device the op table's device columns are named for (see ntrace.ops.device_name)."""
-        from ntrace.ops import device_name
-
-        return device_name(self)
+        return opmod.device_name(self)
 
     @cached_property
     def attribution(self) -> pl.DataFrame:
         """One row per hardware execution: (exec_idx, dur, call_idx, op_idx), the framework op it is self device time of (see ntrace.ops.device_attribution)."""
-        from ntrace.ops import device_attribution
-
-        return device_attribution(self)
+        return opmod.device_attribution(self)
 
     @cached_property
     def op_groups(self) -> pl.DataFrame:
         """The op table before any view: sums per (name, input_dims), plus the unlinked device time row (see ntrace.ops.op_groups)."""
-        from ntrace.ops import op_groups
-
-        return op_groups(self)
+        return opmod.op_groups(self)
 
     @cached_property
     def hardware_ns(self) -> int:
         """All hardware execution time, ns (see ntrace.ops.hardware_time)."""
-        from ntrace.ops import hardware_time
-
-        return hardware_time(self)
+        return opmod.hardware_time(self)
 
     @cached_property
     def self_cpu_ns(self) -> int:
         """Self CPU time over every op, ns: the footer of torch's table (see ntrace.ops.self_cpu_time)."""
-        from ntrace.ops import self_cpu_time
-
-        return self_cpu_time(self)
+        return opmod.self_cpu_time(self)
 
     @cached_property
     def findings(self) -> pl.DataFrame:
         """What to look at first: device hotspots, runs of small executions, host→device copies (see ntrace.findings)."""
-        from ntrace.findings import profile_findings
-
-        return profile_findings(self)
+        return findmod.profile_findings(self)
 
     @cached_property
     def ops(self) -> pl.DataFrame:
         """The per-op table of torch's key_averages() (ns), sorted by self CPU; see ntrace.ops.op_table for other views."""
-        from ntrace.ops import op_table
-
-        return op_table(self)
+        return opmod.op_table(self)
 
 
 def load(
