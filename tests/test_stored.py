@@ -163,3 +163,19 @@ def test_report_diff_and_export_from_a_converted_directory(tmp_path: Path) -> No
     assert all(name in page for name in ("naive", "fused", "compiled")) and "<svg" in page
     diff = _cli("diff", str(tmp_path / "pq" / "naive"), str(tmp_path / "pq" / "fused"))
     assert diff == _cli("diff", str(FIXTURES / "naive"), str(FIXTURES / "fused")).replace(str(FIXTURES), str(tmp_path / "pq"))
+
+
+def test_jobs_send_back_the_analysis_not_the_events(tmp_path: Path) -> None:
+    """--jobs workers analyze their traces and return StoredProfiles; output equals one process's, and events load again on demand."""
+    for rank in range(3):
+        folder = tmp_path / f"rank{rank}"
+        folder.mkdir()
+        _trace(folder)
+    one, two = analyze(tmp_path), analyze(tmp_path, jobs=2)
+    assert all(isinstance(p, StoredProfile) for p in two.profiles) and not any(isinstance(p, StoredProfile) for p in one.profiles)
+    assert all("events" not in p.__dict__ for p in two.profiles)  # nothing but the analysis crossed the process boundary
+    from ntrace.render import json as renderer, text
+
+    assert renderer.render(two) == renderer.render(one) and text.render(two) == text.render(one)
+    assert [p.events.equals(q.events) for p, q in zip(two.profiles, one.profiles)] == [True] * 3  # decoded again in this process
+    assert two.profiles[0].launch_delays.equals(one.profiles[0].launch_delays)

@@ -1,15 +1,24 @@
-"""Analyze a path: find its traces, load each into a Profile (in parallel when asked), collect warnings."""
+"""Analyze a path: find its traces, load each into a Profile, collect warnings.
+
+With `jobs` > 1 each worker process loads and analyzes its traces and sends back only the
+analysis (ntrace.stored.StoredProfile: a few small frames), so decoding and analysis both run in
+parallel and no events frame crosses a process boundary; events are loaded again only if asked for.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Mapping
+
+import polars as pl
 
 from ntrace.artifacts import Session, artifact_warnings, find_sessions, session_dir
 from ntrace.discover import find_traces
 from ntrace.errors import InputError, NtraceError
 from ntrace.profile import Profile, load
+from ntrace.stored import StoredProfile
 
 
 @dataclass
@@ -33,6 +42,19 @@ def _load_one(path: Path, fast: bool, lanes: Mapping[str, str] | None, max_event
         return load(path, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute)
     except NtraceError as exc:
         return exc
+
+
+def _analyze_one(path: Path, fast: bool, lanes: Mapping[str, str] | None, max_events: int | None, recompute: bool) -> Profile | NtraceError:
+    """In a worker process: load and analyze one trace, returning only its analysis (its events are loaded again if ever needed)."""
+    profile = _load_one(path, fast, lanes, max_events, recompute)
+    if isinstance(profile, NtraceError):
+        return profile
+    return StoredProfile.of(profile, partial(_events_of, path, fast, lanes, max_events, recompute))
+
+
+def _events_of(path: Path, fast: bool, lanes: Mapping[str, str] | None, max_events: int | None, recompute: bool) -> pl.DataFrame:
+    """The events of a trace loaded again: what a profile analyzed in a worker process gives when something needs its events."""
+    return load(path, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute).events
 
 
 def analyze(
@@ -70,7 +92,7 @@ def analyze(
         from multiprocessing import get_context
 
         with ProcessPoolExecutor(max_workers=min(jobs, n), mp_context=get_context("spawn")) as pool:  # fork can deadlock Polars' threads
-            results = list(pool.map(_load_one, traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n))
+            results = list(pool.map(_analyze_one, traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n))
     else:
         results = [_load_one(t, fast, lanes, max_events, recompute) for t in traces]
     by_dir = {s.dir: s for s in sessions}

@@ -39,14 +39,20 @@ def code_digest() -> str:
     return digest.hexdigest()
 
 
+def analysis(profile: Profile) -> dict[str, Any]:
+    """The stored attributes (name → frame or value) of a profile; computes whatever it has not computed yet."""
+    return {name: getattr(profile, name) for name in (*FRAMES, *VALUES)}
+
+
 def pack(profile: Profile) -> str:
-    """The profile's analysis as one metadata value (JSON text); computes whatever the profile has not computed yet."""
+    """The profile's analysis as one metadata value (JSON text)."""
+    stored = analysis(profile)
     frames = {}
     for name in FRAMES:
         buf = io.BytesIO()
-        getattr(profile, name).write_ipc(buf, compression="zstd")
+        stored[name].write_ipc(buf, compression="zstd")
         frames[name] = base64.b64encode(buf.getvalue()).decode()
-    values = {name: getattr(profile, name) for name in VALUES}
+    values = {name: stored[name] for name in VALUES}
     return orjson.dumps({"code": code_digest(), "values": values, "frames": frames}).decode()
 
 
@@ -66,14 +72,19 @@ def unpack(text: str) -> dict[str, Any] | None:
 
 
 class StoredProfile(Profile):
-    """A Profile whose analysis was read from a Parquet cache; its events are read from the file on first use."""
+    """A Profile whose analysis was computed elsewhere (read from a Parquet cache, or made by a worker process); its events are read on first use."""
 
     def __init__(self, path: Path, read_events: Callable[[], pl.DataFrame], meta: dict[str, Any], warnings: list[str], stored: dict[str, Any]) -> None:
         self.path, self.meta, self.warnings, self.artifacts = path, meta, warnings, None
         self._read_events = read_events
         self.__dict__.update(stored)  # the cached_property values, as if computed
 
+    @classmethod
+    def of(cls, profile: Profile, read_events: Callable[[], pl.DataFrame]) -> "StoredProfile":
+        """`profile` reduced to its analysis (small to send between processes); `read_events` gives its events again when needed."""
+        return cls(profile.path, read_events, profile.meta, profile.warnings, analysis(profile))
+
     @cached_property
     def events(self) -> pl.DataFrame:  # type: ignore[override]
-        """The events frame, read from the Parquet file the first time an analysis needs it."""
+        """The events frame, read (from the Parquet file, or decoded again) the first time an analysis needs it."""
         return self._read_events()
