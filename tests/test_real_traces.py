@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ntrace import analyze
+from ntrace import analyze, load
 from ntrace.render.json import render
+
+from conftest import REPO
 
 
 def _plain_sums(path: Path) -> tuple[dict[str, int], dict[str, float]]:
@@ -65,3 +67,19 @@ def test_gpu_traces_have_hardware_and_links(shared_trace: Path) -> None:
         assert prof.launch_delays["delay"].min() >= 0
     else:
         assert prof.hardware_tracks.is_empty() and prof.gaps["count"].to_list() == [0, 0]
+
+
+def test_cpu_trace_script_captures_a_real_trace_ntrace_reads(tmp_path: Path) -> None:
+    """scripts/cpu_trace.py (real Kineto traces of any size for the benchmarks): one step, written by torch, analyzed cleanly."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "real.pt.trace.json"
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "cpu_trace.py"), str(out), "--steps", "1"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    profile = load(out)
+    assert profile.warnings == []
+    assert profile.steps["name"].to_list() == ["ProfilerStep#0"]
+    lanes = dict(zip(profile.lanes["lane"], profile.lanes["events"]))
+    assert lanes["framework"] > 1000 and lanes["hardware"] == 0
+    assert "aten::linear" in profile.ops["name"].to_list()
