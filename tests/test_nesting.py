@@ -6,7 +6,11 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ntrace.nesting import child_time, nearest_ancestor, parents, subtree_sum
+from ntrace.nesting import ancestor_rows, subtree_sums, tree
+
+
+def parents(events: pl.DataFrame) -> pl.DataFrame:
+    return tree(events)[0]
 
 
 def torch_parents(spans: list[tuple[int, str, int, int]]) -> dict[int, int | None]:
@@ -64,8 +68,7 @@ def test_parents_match_torch_stack_algorithm(spans: list[tuple[int, str, int, in
 @settings(max_examples=150, deadline=None)
 @given(spans_strategy)
 def test_depth_subtree_and_child_time_match_brute_force(spans: list[tuple[int, str, int, int]]) -> None:
-    events = frame(spans)
-    nest = parents(events)
+    nest, parent_row = tree(frame(spans))
     parent = torch_parents(spans)
     dur = {s[0]: s[3] - s[2] for s in spans}
 
@@ -77,14 +80,16 @@ def test_depth_subtree_and_child_time_match_brute_force(spans: list[tuple[int, s
 
     depth = dict(nest.select("idx", "depth").iter_rows())
     assert depth == {i: len(ancestors(i)) for i in parent}
-    kids = dict(child_time(events, nest).iter_rows())
+    idx = nest["idx"].to_list()
+    kids = dict.fromkeys(idx, 0)
+    for row, up in enumerate(parent_row.to_list()):  # the parent rows tree() hands out, as the op table reads them
+        if up is not None:
+            kids[idx[up]] += dur[idx[row]]
     assert kids == {i: sum(dur[c] for c, p in parent.items() if p == i) for i in parent}
-    value = pl.DataFrame({"idx": list(dur), "v": [i + 1 for i in dur]}, schema={"idx": pl.Int64, "v": pl.Int64})
-    subtree = dict(subtree_sum(nest, value, "v").iter_rows())
+    subtree = dict(zip(idx, subtree_sums(nest, pl.Series([i + 1 for i in idx], dtype=pl.Int64)).to_list()))
     assert subtree == {i: i + 1 + sum(c + 1 for c in parent if i in ancestors(c)) for i in parent}
-    odd = pl.DataFrame({"idx": list(dur), "target": [i % 2 == 1 for i in dur]}, schema={"idx": pl.Int64, "target": pl.Boolean})
-    anchor = dict(nearest_ancestor(nest, odd).iter_rows())
-    assert anchor == {i: next((a for a in ancestors(i) if a % 2 == 1), None) for i in parent}
+    anchor = ancestor_rows(parent_row, pl.Series([i % 2 == 1 for i in idx], dtype=pl.Boolean))
+    assert dict(zip(idx, nest["idx"].gather(anchor).to_list())) == {i: next((a for a in ancestors(i) if a % 2 == 1), None) for i in parent}
 
 
 def test_tie_rules() -> None:

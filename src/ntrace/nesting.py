@@ -23,13 +23,8 @@ _NEST_SCHEMA = {"idx": pl.Int64, "parent_idx": pl.Int64, "depth": pl.Int64, "ope
 HOST_EVENT = (pl.col("side") == "host") & (pl.col("cat") != "Trace").fill_null(True)
 
 
-def parents(events: pl.DataFrame) -> pl.DataFrame:
-    """Per event: (idx, parent_idx, depth, open_pos, close_pos) in idx order; parent_idx is null at the top of a thread (see tree)."""
-    return tree(events)[0]
-
-
 def tree(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
-    """The `parents` frame, and per row of it the row of its parent (null at the top of a thread).
+    """Per event: (idx, parent_idx, depth, open_pos, close_pos) in idx order, parent_idx null at the top of a thread; and per row the row of its parent (null there too).
 
     depth counts enclosing events; open_pos/close_pos are the event's start and end in one global
     order of points (by thread, then time), so an event's descendants are exactly the events that
@@ -106,26 +101,8 @@ def _in_rank_order(starts: pl.DataFrame, ends: pl.DataFrame, n: int) -> pl.DataF
     return pl.concat([ends.filter(pl.col("rank") == _FIRST), late])
 
 
-def parent_rows(nesting: pl.DataFrame) -> pl.Series:
-    """Per row of a `parents` frame (idx order): the row of its parent, null at the top of a thread (a binary search on idx, no join)."""
-    parent = nesting["parent_idx"]
-    rows = nesting["idx"].search_sorted(parent.fill_null(0), side="left").cast(pl.Int64)
-    return rows.set(parent.is_null(), None).alias("parent_row") if parent.has_nulls() else rows.alias("parent_row")
-
-
-def _aligned(nesting: pl.DataFrame, values: pl.DataFrame, column: str, default: object) -> pl.Series:
-    """`column` of `values` (idx, column) in the rows of `nesting`, `default` where `values` has no row."""
-    return nesting.select("idx").join(values.select("idx", column), on="idx", how="left", maintain_order="left")[column].fill_null(default)
-
-
-def child_sums(parent: pl.Series, values: pl.Series) -> pl.Series:
-    """Per row: the sum of `values` over its direct children (0 for leaves); `parent` as from parent_rows."""
-    per_parent = pl.DataFrame({"row": parent, "v": values}).drop_nulls("row").group_by("row").agg(pl.col("v").sum())
-    return pl.zeros(len(values), dtype=values.dtype, eager=True).scatter(per_parent["row"], per_parent["v"])
-
-
 def subtree_sums(nesting: pl.DataFrame, values: pl.Series) -> pl.Series:
-    """Per row of a `parents` frame: the sum of `values` (one per row) over the event and all its descendants.
+    """Per row of a `tree` frame: the sum of `values` (one per row) over the event and all its descendants.
 
     Each value is placed at its event's open position and summed up to every position; an event's
     subtree is the sum up to its close minus the sum up to its open, plus its own value. No sort.
@@ -149,25 +126,3 @@ def ancestor_rows(parent: pl.Series, target: pl.Series) -> pl.Series:
         if not climbs.any():
             return anchor.alias("anchor_row")
         anchor = parent.gather(anchor).zip_with(climbs, anchor)
-
-
-def child_time(events: pl.DataFrame, nesting: pl.DataFrame) -> pl.DataFrame:
-    """Per event: (idx, child_dur), the summed duration of its direct children (0 for leaves)."""
-    dur = _aligned(nesting, events, "dur", 0)
-    return pl.DataFrame({"idx": nesting["idx"], "child_dur": child_sums(parent_rows(nesting), dur)})
-
-
-def subtree_sum(nesting: pl.DataFrame, values: pl.DataFrame, column: str) -> pl.DataFrame:
-    """Per event: (idx, `column`_subtree), the sum of `column` (from `values`: idx, column) over the event and all its descendants."""
-    value = _aligned(nesting, values, column, 0)
-    return pl.DataFrame({"idx": nesting["idx"], f"{column}_subtree": subtree_sums(nesting, value)})
-
-
-def nearest_ancestor(nesting: pl.DataFrame, is_target: pl.DataFrame) -> pl.DataFrame:
-    """Per event: (idx, anchor_idx), the nearest enclosing event (itself excluded) for which `is_target` holds.
-
-    `is_target` is (idx, target: bool); `nesting` a `parents` frame.
-    """
-    idx = nesting["idx"]
-    anchor = ancestor_rows(parent_rows(nesting), _aligned(nesting, is_target, "target", False))
-    return pl.DataFrame({"idx": idx, "anchor_idx": idx.gather(anchor)})

@@ -166,19 +166,6 @@ def _op_rows(profile: "Profile", *columns: str) -> pl.DataFrame:
     return host.select(*columns, "dur").with_columns(self_cpu=self_cpu, self_device=self_device, device_total=device_total, kept=~folded)
 
 
-def op_events(profile: "Profile") -> pl.DataFrame:
-    """One row per op as torch counts them: idx, name, input_dims, pid, tid, ts, dur, parent_idx, self_cpu, self_device, device_total (ns).
-
-    Like torch's EventList._remove_dup_nodes, an op whose parent has the same name and no other
-    child is folded into that parent (aten::sum calling aten::sum counts once); its self CPU and
-    self device time go to the parent. Names starting with "ProfilerStep#" become "ProfilerStep*".
-    """
-    rows = _op_rows(profile, "idx", "name", "input_dims", "pid", "tid", "ts").with_columns(parent_idx=profile.nesting["parent_idx"])
-    return rows.filter("kept").select(
-        "idx", op_name(pl.col("name").fill_null("")), "input_dims", "pid", "tid", "ts", "dur", "parent_idx", "self_cpu", "self_device", "device_total"
-    )
-
-
 def op_groups(profile: "Profile") -> pl.DataFrame:
     """Every view of the op table sums these rows: per (name, input_dims), calls, self_cpu, cpu_total, self_device, device_total (ns), plus the unlinked device time row."""
     keys = ["name", "input_dims"]

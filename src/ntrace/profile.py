@@ -82,8 +82,6 @@ class Profile:
     @cached_property
     def _spans(self) -> tuple[pl.DataFrame, pl.Series]:
         """The complete events as (lane, track, ts, end) with track an integer code, and the track names by code (see totals.spans)."""
-        if "complete" in self.__dict__:
-            return spans(self.complete, pl.repeat(True, self.complete.height, eager=True))
         return spans(self.events, self._is_complete)
 
     @cached_property
