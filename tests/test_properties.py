@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from conftest import brute_union, write_trace
 from ntrace import load
 from ntrace.decode import decode_trace
-from ntrace.intervals import busy
+from ntrace.intervals import group_busy, reaching
 from ntrace.lanes import LANE_ROWS, LANES
 from ntrace.totals import track
 
@@ -96,8 +96,9 @@ def test_lane_busy_equals_brute_force_union(events: list[dict[str, Any]]) -> Non
 @SETTINGS
 @given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 500), st.sampled_from(["a", "b", "c"])), min_size=1, max_size=80))
 def test_interval_busy_is_the_union(spans: list[tuple[int, int, str]]) -> None:
-    frame = pl.DataFrame({"track": [t for _, _, t in spans], "ts": [s for s, _, _ in spans], "end": [s + d for s, d, _ in spans]})
-    got = {r["track"]: r for r in busy(frame, ["track"]).iter_rows(named=True)}
+    codes = {"a": 0, "b": 1, "c": 2}
+    frame = pl.DataFrame({"g": [codes[t] for _, _, t in spans], "ts": [s for s, _, _ in spans], "end": [s + d for s, d, _ in spans]})
+    got = {"abc"[r["g"]]: r for r in group_busy(reaching(frame, "g"), "g").iter_rows(named=True)}
     for track in {t for _, _, t in spans}:
         mine = [(s, s + d) for s, d, t in spans if t == track]
         assert got[track]["busy"] == brute_union(mine)

@@ -2,34 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import polars as pl
 
 #: Bits an Int64 sort key holds: (group, start) packed into one key must stay below 2**62.
 _KEY_BITS = 62
-
-
-def _sort_keys(frame: pl.DataFrame, by: Sequence[str]) -> list[pl.Expr]:
-    """Integer stand-ins for the `by` columns that sort the same way (text in lexical order), so sorts and windows compare integers."""
-    keys = []
-    for name in by:
-        dtype = frame.schema[name]
-        if dtype == pl.String or isinstance(dtype, pl.Categorical):
-            values = frame.get_column(name).cast(pl.String).drop_nulls().unique().sort()
-            keys.append(pl.col(name).cast(pl.String).cast(pl.Enum(values)).to_physical().alias(f"_key_{name}"))
-        elif isinstance(dtype, pl.Enum):
-            keys.append(pl.col(name).to_physical().alias(f"_key_{name}"))
-        else:
-            keys.append(pl.col(name).alias(f"_key_{name}"))
-    return keys
-
-
-def _group(frame: pl.DataFrame, by: list[str]) -> pl.Expr:
-    """One Int64 per distinct `by` tuple that sorts like the tuple: the one key itself, or the dense rank of several."""
-    keys = _sort_keys(frame, by)
-    key = keys[0] if len(keys) == 1 else pl.struct(keys).rank("dense")
-    return key.cast(pl.Int64).alias("_track")
 
 
 def reaching(frame: pl.DataFrame, group: str, start: str = "ts", end: str = "end") -> pl.DataFrame:
@@ -60,23 +36,13 @@ def reaching(frame: pl.DataFrame, group: str, start: str = "ts", end: str = "end
     return ordered.with_columns(pl.col(group).set_sorted()).with_columns(_reach=pl.col(end).cum_max().shift(1).over(group))
 
 
-def _reaching(frame: pl.DataFrame, by: list[str], start: str, end: str) -> pl.DataFrame:
-    """The intervals sorted by track and start, with `_track` (one sorted integer per track) and `_reach` (latest end before each)."""
-    return reaching(frame.select(*by, start, end, _group(frame, by)), "_track", start, end)
+def gaps(ordered: pl.DataFrame, group: str, start: str = "ts", end: str = "end") -> pl.DataFrame:
+    """The idle gaps of a `reaching` frame: every stretch between merged intervals of a group, as (group, gap_start, gap_end, gap).
 
-
-def gaps(frame: pl.DataFrame, by: Sequence[str], start: str = "ts", end: str = "end") -> pl.DataFrame:
-    """Idle gaps per track: every stretch between merged intervals, as (*by, gap_start, gap_end, gap).
-
-    Sorted by start within each track, a gap opens where an interval starts after the latest end
+    Sorted by start within each group, a gap opens where an interval starts after the latest end
     seen so far (the running max of ends, so overlaps and nesting merge away).
     """
-    by = list(by)
-    return (
-        _reaching(frame, by, start, end)
-        .filter(pl.col(start) > pl.col("_reach"))
-        .select(*by, gap_start=pl.col("_reach"), gap_end=pl.col(start), gap=pl.col(start) - pl.col("_reach"))
-    )
+    return ordered.filter(pl.col(start) > pl.col("_reach")).select(group, gap_start="_reach", gap_end=start, gap=pl.col(start) - pl.col("_reach"))
 
 
 def group_busy(ordered: pl.DataFrame, group: str, start: str = "ts", end: str = "end") -> pl.DataFrame:
@@ -98,16 +64,3 @@ def group_busy(ordered: pl.DataFrame, group: str, start: str = "ts", end: str = 
         .with_columns(span=pl.col("last") - pl.col("first"))
         .with_columns(busy=pl.col("span") - pl.col("idle"))
     )
-
-
-def busy(frame: pl.DataFrame, by: Sequence[str], start: str = "ts", end: str = "end") -> pl.DataFrame:
-    """Per track: events, summed duration, first start, last end, span, idle (sum of gaps), gaps count and busy (union).
-
-    busy is span − idle, so busy + idle = span holds exactly per track; the union itself is checked
-    against an independent computation in the tests. Spans and gaps come from one sorted pass,
-    grouped on its integer track key.
-    """
-    by = list(by)
-    ordered = _reaching(frame, by, start, end)
-    names = ordered.group_by("_track", maintain_order=True).agg(pl.col(name).first() for name in by)
-    return names.join(group_busy(ordered, "_track", start, end), on="_track", maintain_order="left").drop("_track").sort(by)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ntrace.intervals import group_busy, reaching
+from ntrace.intervals import gaps, group_busy, reaching
 from ntrace.lanes import LANES
 
 
@@ -120,7 +120,5 @@ def track_totals(spans: pl.DataFrame, names: pl.Series) -> tuple[pl.DataFrame, p
         .select("lane", "track", "events", "total", "busy", "idle", "gaps", "span", "first", "last")
         .sort("lane", "track")
     )
-    idle = ordered.filter((lane == hardware) & (pl.col("ts") > pl.col("_reach"))).select(
-        track=pl.lit(names).gather(pl.col("_g") % n), gap_start="_reach", gap_end="ts", gap=pl.col("ts") - pl.col("_reach")
-    )
+    idle = gaps(ordered.filter(lane == hardware), "_g").select(track=pl.lit(names).gather(pl.col("_g") % n), gap_start="gap_start", gap_end="gap_end", gap="gap")
     return per_track, idle
