@@ -76,14 +76,16 @@ def analyze(
     root = Path(path)
     notes: list[str] = []
     traces = find_traces(root, notes)
-    sessions = find_sessions(root, traces if root.is_dir() else None)
+    # each step below finds the sessions only after loading: that runs Polars, whose threads forbid the forked decoding helper (ntrace.forked)
     if not traces:
+        sessions = find_sessions(root, [] if root.is_dir() else None)
         if bare := [s for s in sessions if s.has_artifacts]:
             return Analysis(root, warnings=notes + artifact_warnings(bare), artifacts=bare)
         why = f" ({'; '.join(notes)})" if notes else ""
         raise InputError(root, f"holds no framework trace (*.json, *.json.gz with traceEvents){why}")
     if not root.is_dir():
         profile = load(root, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute)
+        sessions = find_sessions(root, None)
         profile.artifacts = sessions[0]
         return Analysis(root, [profile], warnings=artifact_warnings(sessions))
     n = len(traces)
@@ -95,6 +97,7 @@ def analyze(
             results = list(pool.map(_analyze_one, traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n))
     else:
         results = [_load_one(t, fast, lanes, max_events, recompute) for t in traces]
+    sessions = find_sessions(root, traces)
     by_dir = {s.dir: s for s in sessions}
     analysis = Analysis(root, warnings=notes)
     for trace, result in zip(traces, results):

@@ -18,15 +18,18 @@ which yield the same columns.
 from __future__ import annotations
 
 import mmap
+import time
+from dataclasses import replace
 from operator import attrgetter
 from typing import Sequence
 
 import msgspec
 import polars as pl
 
+from ntrace import forked
 from ntrace.columns import ids_text, shapes_text, text_ints, us_to_ns
 from ntrace.progress import report
-from ntrace.windows import Outline, windows
+from ntrace.windows import Outline, Uncut, windows
 
 #: Events per batch of raw slices (the fallback): bounds the Python objects held at once (about 5 MB at Kineto's ~250 B per event).
 BATCH = 10_000
@@ -99,19 +102,45 @@ def typed_columns(raws: Sequence[msgspec.Raw], text: object = None, stage: str =
 def window_columns(text: object, found: Outline, stage: str = "decoding") -> dict[str, pl.Series] | None:
     """Columns of the events in `found`'s array, decoded a window at a time (ntrace.windows), or None when a value has a type the typed decoder rejects (or a shape is not UTF-8).
 
+    A large array's second half is decoded by a forked helper meanwhile (ntrace.forked).
     Raises windows.Uncut when the array cannot be cut into windows. A memory map has the pages
     of each window released once it is decoded. Progress is reported per window under `stage`.
     """
     _release(text)  # the pages the outline read
-    chunks = _Chunks()
-    done = found.start
+    mine, helper = forked.split(text, found, lambda part: _part_columns(text, part))
+    if helper is None:
+        return _part_columns(text, found, stage)
     try:
-        for events, reached in windows(text, found, _BATCH.decode):
+        began = time.monotonic()
+        try:
+            first = _part_columns(text, mine, stage, found)
+        except Uncut:  # the helper's start was no element boundary: decode everything here
+            helper.close()
+            return _part_columns(text, found, stage)
+        if first is None:
+            return None
+        rest = helper.columns(patience=max(1.0, 2 * (time.monotonic() - began)))
+        if rest is None:  # the helper failed or hangs: its part is decoded here (raising what it met)
+            helper.close()
+            rest = _part_columns(text, replace(found, start=helper.start), stage, found)
+        return None if rest is None else {name: pl.concat([first[name], rest[name]], rechunk=False) for name in first}
+    finally:
+        helper.close()
+
+
+def _part_columns(text: object, part: Outline, stage: str | None = None, whole: Outline | None = None) -> dict[str, pl.Series] | None:
+    """window_columns for the events from `part.start` to `part.end` (which must be element boundaries), reporting progress through `whole` when a stage is given."""
+    whole = whole or part
+    chunks = _Chunks()
+    done = part.start
+    try:
+        for events, reached in windows(text, part, _BATCH.decode):
             chunks.add(events)
             del events
             _release(text, done, reached)
             done = reached
-            report(stage, reached - found.start, found.end - found.start, "bytes")
+            if stage:
+                report(stage, reached - whole.start, whole.end - whole.start, "bytes")
         if not chunks.groups and not chunks.batches:  # `[]`: no window to decode
             chunks.add([])
         return chunks.columns()

@@ -114,7 +114,7 @@ def _ends_with_events(text: Buffer, start: int, end: int) -> bool:
     return False
 
 
-def _first_cut(text: Buffer, start: int, end: int) -> re.Match | None:
+def next_cut(text: Buffer, start: int, end: int) -> re.Match | None:
     """Where to try ending a window first: before the next event that starts with `"ph"` (looked for in the next _AHEAD bytes), else at any cut; None (the array's end) when the end is nearer."""
     ahead = min(end, start + _AHEAD)
     return _EVENT_CUT.search(text, start, ahead) or (_CUT.search(text, start, end) if ahead < end else None)
@@ -130,7 +130,7 @@ def windows(text: Buffer, found: Outline, decode: Callable[[bytes], list], size:
     pos, end = found.start, found.end
     with memoryview(text) as view:
         while pos < end:
-            cut = _first_cut(text, pos + size, end) if pos + size < end else None
+            cut = next_cut(text, pos + size, end) if pos + size < end else None
             for _ in range(_TRIES):
                 stop = cut.start() + 1 if cut else end
                 try:
