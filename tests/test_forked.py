@@ -124,16 +124,18 @@ def test_cut_inside_a_string_is_caught_and_everything_decoded_here(tmp_path: Pat
     assert result["forks"] == 1 and result["windowed"] and result["same"] and result["rows"] == 8000 and result["left"] is None
 
 
-def test_no_fork_once_polars_threads_run_or_when_turned_off() -> None:
+def test_no_fork_once_polars_threads_run_or_when_turned_off_or_in_a_jobs_worker() -> None:
     code = (
         "import json, os; from ntrace import forked; import polars as pl\n"
         "fresh = forked._can_fork()\n"
         "os.environ['NTRACE_FORK'] = '0'; off = forked._can_fork(); del os.environ['NTRACE_FORK']\n"
         "pl.Series([3, 1, 2]).sort()\n"
-        "print(json.dumps([fresh, off, forked._can_fork()]))"
+        "started = forked._can_fork()\n"
+        "forked.in_worker()\n"
+        "print(json.dumps([fresh, off, started, forked._can_fork()]))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env={k: v for k, v in os.environ.items() if k != "NTRACE_FORK"})
-    assert json.loads(done.stdout) == [True, False, False], done.stderr
+    assert json.loads(done.stdout) == [True, False, False, False], done.stderr
 
 
 def test_cli_analyze_forks_a_helper_and_prints_the_same(tmp_path: Path) -> None:

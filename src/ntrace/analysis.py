@@ -14,6 +14,7 @@ from typing import Mapping
 
 import polars as pl
 
+from ntrace import forked
 from ntrace.artifacts import Session, artifact_warnings, find_sessions, session_dir
 from ntrace.discover import find_traces
 from ntrace.errors import InputError, NtraceError
@@ -93,7 +94,7 @@ def analyze(
         from concurrent.futures import ProcessPoolExecutor  # imported here: process pools cost ~25 ms of start-up to import
         from multiprocessing import get_context
 
-        with ProcessPoolExecutor(max_workers=min(jobs, n), mp_context=get_context("spawn")) as pool:  # fork can deadlock Polars' threads
+        with ProcessPoolExecutor(max_workers=min(jobs, n), mp_context=get_context("spawn"), initializer=forked.in_worker) as pool:  # fork can deadlock Polars' threads
             results = list(pool.map(_analyze_one, traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n))
     else:
         results = [_load_one(t, fast, lanes, max_events, recompute) for t in traces]

@@ -103,6 +103,11 @@ def _child(decode: Callable[[Outline], Columns | None], part: Outline, fd: int, 
         os._exit(0)  # no interpreter teardown, atexit handler or flush of the parent's buffered output
 
 
+def in_worker() -> None:
+    """Initializer of --jobs worker processes: they fork no helper, as they already share out the cores."""
+    os.environ["NTRACE_FORK"] = "0"
+
+
 def _can_fork() -> bool:
     """Whether forking is wanted (not NTRACE_FORK=0), safe and useful: Linux, two or more cores, and no native thread but those `import polars` starts."""
     if os.environ.get("NTRACE_FORK") == "0" or sys.platform != "linux" or len(os.sched_getaffinity(0)) < 2:

@@ -18,6 +18,7 @@ from typing import Callable, Mapping, TypeVar
 import orjson
 import polars as pl
 
+from ntrace import forked
 from ntrace.decode import EVENT_SCHEMA
 from ntrace.discover import find_traces
 from ntrace.errors import InputError, NtraceError, OutputError, TraceFormatError
@@ -131,7 +132,7 @@ def convert_to_parquet(path: str | Path, out_dir: str | Path, *, jobs: int = 1, 
         from concurrent.futures import ProcessPoolExecutor  # imported only here: start-up of every other command
         from multiprocessing import get_context
 
-        with ProcessPoolExecutor(max_workers=min(jobs, len(traces)), mp_context=get_context("spawn")) as pool:  # fork can deadlock Polars' threads
+        with ProcessPoolExecutor(max_workers=min(jobs, len(traces)), mp_context=get_context("spawn"), initializer=forked.in_worker) as pool:  # fork can deadlock Polars' threads
             errors = list(pool.map(_convert_one, traces, outs, fasts))
     else:
         errors = list(map(_convert_one, traces, outs, fasts))
