@@ -47,6 +47,19 @@ def part(text, piece, stage=None, whole=None):
             time.sleep(600)
     return real_part(text, piece, stage, whole)
 batches._part_columns = part
+if sabotage == "garbage":  # the helper says done, but what it wrote is no Arrow IPC
+    import polars as pl
+    real_write = pl.DataFrame.write_ipc
+    def write_ipc(self, fh, **kw):
+        if os.getpid() == parent:
+            return real_write(self, fh, **kw)
+        fh.write(b"not arrow")
+    pl.DataFrame.write_ipc = write_ipc
+if sabotage == "no_fork":  # no process left to fork
+    def counting_fork():
+        forks.append(None)
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+    os.fork = counting_fork
 if spec.get("cut_in_string"):  # a cut inside a string value: the parent's last window cannot end there
     forked.next_cut = lambda text, start, end: re.compile(rb"\}  ,  \{").search(text, start, end)
 
@@ -104,11 +117,17 @@ def test_real_traces_decode_the_same_with_the_helper(shared_trace: Path) -> None
     assert result["left"] is None  # the helper was reaped
 
 
-def test_helper_that_gives_nothing_or_raises_leaves_its_part_to_the_parent(tmp_path: Path) -> None:
+def test_helper_that_gives_nothing_raises_or_writes_garbage_leaves_its_part_to_the_parent(tmp_path: Path) -> None:
     trace = write_trace(tmp_path / "t.json", _events(4000))
-    for sabotage in ("none", "raise"):
+    for sabotage in ("none", "raise", "garbage"):
         result = _decode_both(trace, sabotage=sabotage)
         assert result["forks"] == 1 and result["windowed"] and result["same"] and result["rows"] == 8000 and result["left"] is None, sabotage
+
+
+def test_failed_fork_decodes_alone(tmp_path: Path) -> None:
+    trace = write_trace(tmp_path / "t.json", _events(4000))
+    result = _decode_both(trace, sabotage="no_fork")
+    assert result["forks"] == 1 and result["windowed"] and result["same"] and result["rows"] == 8000 and result["left"] is None
 
 
 def test_helper_that_hangs_is_killed_and_its_part_decoded_here(tmp_path: Path) -> None:

@@ -55,9 +55,12 @@ class Helper:
         ready, _, _ = select.select([self.done], [], [], patience)
         if not ready or os.read(self.done, 1) != _DONE:
             return None
-        with open(self.fd, "rb", closefd=False) as fh:
-            fh.seek(0)
-            frame = pl.read_ipc(fh)
+        try:
+            with open(self.fd, "rb", closefd=False) as fh:
+                fh.seek(0)
+                frame = pl.read_ipc(fh)
+        except (OSError, pl.exceptions.PolarsError):
+            return None
         return {name: frame[name] for name in frame.columns}
 
     def close(self) -> None:
@@ -68,8 +71,9 @@ class Helper:
             os.waitpid(self.pid, 0)
             self.pid = 0
         for fd in (self.fd, self.done):
-            with contextlib.suppress(OSError):
+            if fd >= 0:
                 os.close(fd)
+        self.fd = self.done = -1
 
 
 def split(text: Buffer, found: Outline, decode: Callable[[Outline], Columns | None]) -> tuple[Outline, Helper | None]:
@@ -79,11 +83,18 @@ def split(text: Buffer, found: Outline, decode: Callable[[Outline], Columns | No
     cut = next_cut(text, found.end - int((found.end - found.start) * SHARE), found.end)
     if cut is None:
         return found, None
-    fd = os.memfd_create("ntrace-decode", os.MFD_CLOEXEC)
-    done, signal_done = os.pipe()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+ warns of forking with threads; only safe ones run here
-        pid = os.fork()
+    fd = done = signal_done = -1
+    try:
+        fd = os.memfd_create("ntrace-decode", os.MFD_CLOEXEC)
+        done, signal_done = os.pipe()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+ warns of forking with threads; only safe ones run here
+            pid = os.fork()
+    except OSError:  # no memfd (a sandbox), or no memory or process left for a fork: decode alone
+        for each in (fd, done, signal_done):
+            if each >= 0:
+                os.close(each)
+        return found, None
     if pid == 0:
         os.close(done)
         _child(decode, Outline(cut.end() - 1, found.end, None), fd, signal_done)
