@@ -110,3 +110,52 @@ def test_op_around_looks_calls_up_in_the_op_tree(trace: Path) -> None:
     got = op_around(profile, pl.Series([2, 3, None, 5, 0], dtype=pl.Int64)).to_list()
     assert got == [1, None, None, 4, None]
     assert got == [dict(profile.nesting.select("idx", "op_idx").iter_rows()).get(i) for i in (2, 3, None, 5, 0)]
+
+
+def _results(profile: "object") -> dict[str, object]:
+    from ntrace.profile import RESULTS
+
+    return {name: getattr(profile, name) for branch in RESULTS for name in branch} | {"findings": getattr(profile, "findings")}
+
+
+def _same(a: dict[str, object], b: dict[str, object]) -> bool:
+    return a.keys() == b.keys() and all(v.equals(b[k]) if isinstance(v, pl.DataFrame) else v == b[k] for k, v in a.items())
+
+
+def _computed_equals_one_at_a_time(path: Path) -> None:
+    computed = load(path).compute()
+    assert all(name in computed.__dict__ for name in _results(computed))  # every result is cached by compute itself
+    assert _same(_results(computed), _results(load(path)))
+
+
+def test_compute_in_two_threads_gives_what_one_at_a_time_gives(trace: Path) -> None:
+    _computed_equals_one_at_a_time(trace)
+
+
+def test_compute_in_two_threads_on_real_traces(shared_trace: Path) -> None:
+    _computed_equals_one_at_a_time(shared_trace)
+
+
+def test_compute_raises_what_the_second_branch_raised_and_joins_it(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from ntrace.errors import TraceFormatError
+
+    def broken(events: pl.DataFrame, *rest: object) -> pl.DataFrame:
+        raise TraceFormatError(trace, "broken in the second branch")
+
+    monkeypatch.setattr("ntrace.profile.lane_totals", broken)  # `lanes`: the second branch only
+    with pytest.raises(TraceFormatError, match="second branch"):
+        load(trace).compute()
+    assert not [t for t in threading.enumerate() if t.name == "ntrace-analysis"]
+
+
+def test_compute_on_a_stored_profile_reads_no_events(trace: Path, tmp_path: Path) -> None:
+    from ntrace.parquet import convert_to_parquet
+    from ntrace.profile import Profile
+
+    parquet = Path(convert_to_parquet(trace, tmp_path / "pq")["parquet"][0])
+    stored = load(parquet)
+    assert type(stored) is not Profile
+    stored.compute()
+    assert "events" not in stored.__dict__

@@ -40,7 +40,7 @@ class Analysis:
 def _load_one(path: Path, fast: bool, lanes: Mapping[str, str] | None, max_events: int | None = None, recompute: bool = False) -> Profile | NtraceError:
     """Load one trace, returning the error instead of raising so one bad file never stops the rest."""
     try:
-        return load(path, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute)
+        return load(path, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute).compute()
     except NtraceError as exc:
         return exc
 
@@ -67,7 +67,7 @@ def analyze(
     max_events: int | None = None,
     recompute: bool = False,
 ) -> Analysis:
-    """Load every trace at or under `path`. A single bad file given directly raises; among many it becomes a warning.
+    """Load and analyze every trace at or under `path` (Profile.compute). A single bad file given directly raises; among many it becomes a warning.
 
     `max_events` keeps only each JSON trace's first events; `recompute` ignores the analysis stored in
     `ntrace convert` Parquet files, recomputing it from their events. Each profile gets its capture session's
@@ -85,7 +85,7 @@ def analyze(
         why = f" ({'; '.join(notes)})" if notes else ""
         raise InputError(root, f"holds no framework trace (*.json, *.json.gz with traceEvents){why}")
     if not root.is_dir():
-        profile = load(root, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute)
+        profile = load(root, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute).compute()
         sessions = find_sessions(root, None)
         profile.artifacts = sessions[0]
         return Analysis(root, [profile], warnings=artifact_warnings(sessions))

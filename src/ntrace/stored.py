@@ -41,6 +41,7 @@ def code_digest() -> str:
 
 def analysis(profile: Profile) -> dict[str, Any]:
     """The stored attributes (name → frame or value) of a profile; computes whatever it has not computed yet."""
+    profile.compute()
     return {name: getattr(profile, name) for name in (*FRAMES, *VALUES)}
 
 
