@@ -159,3 +159,13 @@ def test_compute_on_a_stored_profile_reads_no_events(trace: Path, tmp_path: Path
     assert type(stored) is not Profile
     stored.compute()
     assert "events" not in stored.__dict__
+
+
+def test_compute_one_branch_after_the_other_above_the_two_thread_limit(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class NoThread:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            raise AssertionError("a thread was started above TWO_THREADS_MAX")
+
+    monkeypatch.setattr("ntrace.profile.TWO_THREADS_MAX", 0)
+    monkeypatch.setattr("ntrace.profile.threading.Thread", NoThread)
+    _computed_equals_one_at_a_time(trace)
