@@ -8,7 +8,7 @@ reported with peak RSS from the OS (`os.wait4`'s rusage: the largest of that chi
 decoding helper it may fork, ntrace.forked), and, sampled in a separate run, the peak of their
 summed proportional set size (PSS: shared pages split between them), which is what the machine
 gives the two together. ntrace's bytecode is compiled first and the children may use it, as for
-any installed package. "one core" runs with NTRACE_FORK=0 (no helper); "start-up" only imports
+any installed package. "no decoding helper" runs with NTRACE_FORK=0; "start-up" only imports
 the CLI, the cost every ntrace process pays before reading anything. "Parquet" is `ntrace
 analyze` on the `ntrace convert` output, reusing the analysis stored there; "Parquet --recompute"
 recomputes every number from the stored events.
@@ -136,7 +136,7 @@ def bench_trace(trace: Path, workdir: Path, repeat: int, hta_python: str | None,
     cmds = {
         "floor (orjson.loads)": [PY, "-c", FLOOR, str(trace)],
         "ntrace analyze": ntrace("analyze", "--format", "json", "-q", str(trace)),
-        "ntrace analyze, one core": ["env", "NTRACE_FORK=0", *ntrace("analyze", "--format", "json", "-q", str(trace))],
+        "ntrace analyze, no decoding helper": ["env", "NTRACE_FORK=0", *ntrace("analyze", "--format", "json", "-q", str(trace))],
         "ntrace start-up (import only)": [PY, "-c", STARTUP],
         "ntrace load (decode + lanes only)": [PY, "-c", LOAD, str(trace)],
         "ntrace analyze --plain": ntrace("analyze", "--format", "json", "-q", "--plain", str(trace)),
