@@ -229,8 +229,6 @@ class Profile:
         the other. Results are cached properties: a branch needing the other's result waits for
         it (or, without cached_property's lock, computes it too), and nothing is computed wrong.
         """
-        if all(name in self.__dict__ for branch in RESULTS for name in branch):  # read from a store
-            return self
         if self.complete_count <= TWO_THREADS_MAX:
             self._both_branches()
         else:

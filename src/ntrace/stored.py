@@ -85,6 +85,10 @@ class StoredProfile(Profile):
         """`profile` reduced to its analysis (small to send between processes); `read_events` gives its events again when needed."""
         return cls(profile.path, read_events, profile.meta, profile.warnings, analysis(profile))
 
+    def compute(self) -> "StoredProfile":
+        """Nothing to compute: every result was stored."""
+        return self
+
     @cached_property
     def events(self) -> pl.DataFrame:  # type: ignore[override]
         """The events frame, read (from the Parquet file, or decoded again) the first time an analysis needs it."""
