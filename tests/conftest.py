@@ -11,19 +11,18 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_TRACES = Path(os.environ.get("NTRACE_SHARED_TRACES", REPO.parent / "shared" / "traces"))
+#: The real public Kineto traces, vendored with their licence (tests/data/kineto/LICENSE); NTRACE_SHARED_TRACES points elsewhere.
+SHARED_TRACES = Path(os.environ.get("NTRACE_SHARED_TRACES", REPO / "tests" / "data" / "kineto"))
 
 
 def shared_trace_files() -> list[Path]:
-    """The real Kineto traces beside the repo (empty when the folder is absent)."""
+    """The real Kineto traces (vendored under tests/data/kineto)."""
     return sorted(SHARED_TRACES.glob("*.json.gz")) if SHARED_TRACES.is_dir() else []
 
 
-@pytest.fixture(params=shared_trace_files() or [None], ids=lambda p: p.name.split("__")[0] if p else "absent")
+@pytest.fixture(params=shared_trace_files(), ids=lambda p: p.name.split("__")[0])
 def shared_trace(request: pytest.FixtureRequest) -> Path:
-    """Each real trace in ../shared/traces in turn; skips when the folder is absent."""
-    if request.param is None:
-        pytest.skip(f"{SHARED_TRACES} is absent")
+    """Each real trace in turn."""
     return request.param
 
 
