@@ -32,7 +32,7 @@ import hypothesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from ntrace.analysis import analyze
+from ntrace import analyze
 from ntrace.cli import main
 from ntrace.errors import NtraceError
 from ntrace.render import csv, json as json_render, markdown, text
@@ -156,7 +156,7 @@ def run_one(data: bytes, directory: Path, cli: bool) -> str | None:
     try:
         result = analyze(path)
         for renderer in (json_render, text, csv, markdown):
-            renderer.render(result)
+            renderer.analysis(result)
     except NtraceError:
         return ""
     except Exception:  # noqa: BLE001 - finding these is the point

@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from conftest import REPO, write_trace, x
-from ntrace import analyze, decode_trace
+from helpers import REPO, write_trace, x
+from ntrace import analyze
+from ntrace.io.kineto import read_kineto
 from ntrace.cli import main
-from ntrace.errors import ArtifactError, CaptureError, InputError, NtraceError, OutputError, TraceFormatError, one_line
+from ntrace.errors import CaptureError, InputError, NtraceError, OutputError, TraceFormatError, one_line
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -141,9 +142,9 @@ def test_warnings_reach_the_json_output(corpus: tuple[Path, dict[str, dict[str, 
 
 def test_salvaged_trace_equals_the_complete_events_before_the_cut(corpus: tuple[Path, dict[str, dict[str, Any]]]) -> None:
     out, cases = corpus
-    sound = decode_trace(out / cases["sound_trace"]["path"]).events
+    sound = read_kineto(out / cases["sound_trace"]["path"]).events
     cut_path = out / cases["truncated_mid_event"]["path"]
-    cut = decode_trace(cut_path)
+    cut = read_kineto(cut_path)
     raw = cut_path.read_bytes()
     complete = raw[: raw.rindex(b"}") + 1] + b"]}"  # the cut falls inside an event's name, so this is the last whole event
     expected = len(json.loads(complete)["traceEvents"])
@@ -160,7 +161,7 @@ def test_truncated_gzip_salvages_the_same_events_as_plain(tmp_path: Path) -> Non
     data = path.read_bytes()
     zipped = tmp_path / "t.json.gz"
     zipped.write_bytes(gzip.compress(data)[:-200])
-    got = decode_trace(zipped)
+    got = read_kineto(zipped)
     assert 0 < got.events.height < 200
     assert got.events["name"].to_list() == [f"op{i}" for i in range(got.events.height)]
     assert any("gzip stream is cut off" in w for w in got.warnings) and any("cut off at byte" in w for w in got.warnings)
@@ -169,9 +170,10 @@ def test_truncated_gzip_salvages_the_same_events_as_plain(tmp_path: Path) -> Non
 def test_one_broken_file_does_not_stop_the_others(corpus: tuple[Path, dict[str, dict[str, Any]]]) -> None:
     out, cases = corpus
     result = analyze(out / cases["one_broken_among_many"]["path"])
-    assert [p.path.name for p in result.profiles] == ["rank0.pt.trace.json", "rank1.pt.trace.json.gz"]
+    assert [p.path.name for p in result.summaries] == ["rank0.pt.trace.json", "rank1.pt.trace.json.gz"]
     assert len(result.warnings) == 1 and "rank2" in result.warnings[0]
-    assert result.profiles[0].events.equals(result.profiles[1].events)
+    first, second = result.summaries
+    assert first.lanes.equals(second.lanes) and first.op_groups.equals(second.op_groups)
 
 
 def test_unreadable_file_error_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -189,8 +191,8 @@ def test_unreadable_file_error_path(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     result = CliRunner().invoke(main, ["analyze", str(path)])
     assert result.exit_code == 2 and result.stderr == f"error: {path}: cannot be read (Permission denied)\n"
     found = analyze(tmp_path)
-    assert [p.path for p in found.profiles] == [good]
-    assert found.warnings == [f"skipped {path}: cannot be read (Permission denied)"]
+    assert [p.path for p in found.summaries] == [good]
+    assert list(found.warnings) == [f"skipped {path}: cannot be read (Permission denied)"]
 
 
 def test_unlistable_directory_is_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -205,8 +207,8 @@ def test_unlistable_directory_is_a_warning(tmp_path: Path, monkeypatch: pytest.M
 
     monkeypatch.setattr(os, "scandir", deny)
     found = analyze(tmp_path)
-    assert len(found.profiles) == 1
-    assert found.warnings == [f"skipped {tmp_path / 'locked'}: cannot be listed (Permission denied)"]
+    assert len(found.summaries) == 1
+    assert list(found.warnings) == [f"skipped {tmp_path / 'locked'}: cannot be listed (Permission denied)"]
 
 
 def test_debug_shows_a_traceback(corpus: tuple[Path, dict[str, dict[str, Any]]]) -> None:
@@ -220,10 +222,10 @@ def test_debug_shows_a_traceback(corpus: tuple[Path, dict[str, dict[str, Any]]])
 def test_memory_check_names_the_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write_trace(tmp_path / "trace.json", [x(f"op{i}", "cpu_op", i, 1) for i in range(100)])
     size = path.stat().st_size
-    monkeypatch.setattr("ntrace.limits.available_memory", lambda: size * 5 // 2)  # holds the file, cannot decode it all
+    monkeypatch.setattr("ntrace.io.files.available_memory", lambda: size * 5 // 2)  # holds the file, cannot decode it all
     with pytest.raises(InputError, match=r"too large to analyze here: .* of JSON needs about .* of memory, only .* is available"):
-        decode_trace(path)
-    got = decode_trace(path, max_events=10)  # held once, decoded only the first 10 events
+        read_kineto(path)
+    got = read_kineto(path, max_events=10)  # held once, decoded only the first 10 events
     assert got.events["name"].to_list() == [f"op{i}" for i in range(10)]
 
 
@@ -231,10 +233,11 @@ def test_max_events_on_a_layout_it_cannot_cut_still_caps(tmp_path: Path) -> None
     """Events whose first key is not "ph" cannot be cut before decoding; the cap is applied after."""
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": [{"name": f"op{i}", "ph": "X", "cat": "cpu_op", "ts": i, "dur": 1, "pid": 1, "tid": 1} for i in range(20)]}))
-    got = decode_trace(path, max_events=7)
-    assert got.events.height == 7 and got.warnings == [f"{path}: --max-events 7: analyzed the first 7 of 20 events"]
+    got = read_kineto(path, max_events=7)
+    assert got.events.height == 7 and list(got.warnings) == [f"{path}: --max-events 7: analyzed the first 7 of 20 events"]
 
 
+@pytest.mark.slow
 def test_short_fuzz_run_finds_no_crash() -> None:
     """A bounded run of scripts/fuzz.py (the full run is minutes long and not part of the suite)."""
     fuzz = _script("fuzz")
@@ -243,7 +246,7 @@ def test_short_fuzz_run_finds_no_crash() -> None:
     assert stats.tried >= 30 and stats.crashes == [], stats.crashes[:1]
 
 
-@pytest.mark.parametrize("cls", [NtraceError, InputError, TraceFormatError, ArtifactError, CaptureError, OutputError])
+@pytest.mark.parametrize("cls", [NtraceError, InputError, TraceFormatError, CaptureError, OutputError])
 def test_errors_survive_pickling(cls: type[NtraceError]) -> None:
     """analyze --jobs sends a worker's error back to the parent: it must pickle with its path and problem."""
     import pickle
@@ -262,6 +265,7 @@ OTHER_COMMANDS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(OTHER_COMMANDS))
 def test_every_command_survives_every_case(command: str, corpus: tuple[Path, dict[str, dict[str, Any]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Not only analyze: each command on each bad input ends with 0, 1 or 2, errors in one line, no traceback, input unchanged."""
@@ -287,6 +291,6 @@ def test_fuzz_reproducer_non_utf8_in_metadata(tmp_path: Path) -> None:
     path = tmp_path / "t.json"
     path.write_bytes(b'{"deviceProperties": [{"\x80id": 0, "name": "dev\xff"}], "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 0, "ts": 1, "dur": 2}]}')
     for fast in (True, False):
-        got = decode_trace(path, fast=fast)
+        got = read_kineto(path, fast=fast)
         assert got.events.height == 1
         assert got.meta["deviceProperties"] == [{"\ufffdid": 0, "name": "dev\ufffd"}]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from conftest import write_trace, x
+from helpers import write_trace, x
 from ntrace.cli import main
 
 

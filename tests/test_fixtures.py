@@ -86,10 +86,9 @@ def test_seed_table_by_plain_walk(variant: str) -> None:
 
 @pytest.mark.parametrize("variant", list(SEED))
 def test_ntrace_op_table_agrees(variant: str) -> None:
-    ops = pytest.importorskip("ntrace.ops")
-    from ntrace.profile import load
+    from ntrace import load
 
-    frame = ops.op_table(load(_session(variant) / "trace.json"))
+    frame = load(_session(variant) / "trace.json").ops
     got = {r["name"]: (r["calls"], r["self_cpu"], r["self_device"]) for r in frame.iter_rows(named=True)}
     for name, (calls, self_cpu, device) in SEED[variant].items():
         assert got[name] == (calls, _ns(self_cpu), _ns(device)), name

@@ -1,6 +1,7 @@
-"""The package's public names: imported lazily, each one resolving to the object its module defines."""
+"""The package's public API: exactly the pinned names, each imported lazily and resolving to the object its module defines, nothing else visible."""
 
 import importlib
+import importlib.resources
 import subprocess
 import sys
 
@@ -8,16 +9,34 @@ import pytest
 
 import ntrace
 
+#: The public API. Changing it is a decision: this list, ntrace._PUBLIC and the README change together.
+PUBLIC = {
+    "load", "Profile", "Trace", "Summary", "OpView",
+    "analyze", "Analysis", "compare", "diff", "convert",
+    "report", "export_perfetto",
+    "find_traces", "find_sessions", "read_neff", "lane_table",
+    "capture_study",
+    "NtraceError", "InputError", "TraceFormatError", "CaptureError", "OutputError",
+}  # fmt: skip
+
+
+def test_the_public_api_is_exactly_the_pinned_names() -> None:
+    assert set(ntrace.__all__) == PUBLIC and ntrace.__all__ == sorted(ntrace._PUBLIC)
+    assert dir(ntrace) == ntrace.__all__  # no helper (Any, TYPE_CHECKING, importlib) shows
+
 
 def test_every_public_name_resolves_to_its_module_object() -> None:
-    assert sorted(ntrace.__all__) == sorted(ntrace._SOURCES)
     for name in ntrace.__all__:
-        assert getattr(ntrace, name) is getattr(importlib.import_module(ntrace._SOURCES[name]), name)
-    assert set(ntrace.__all__) <= set(dir(ntrace))
+        assert getattr(ntrace, name) is getattr(importlib.import_module(ntrace._PUBLIC[name]), name)
+        assert getattr(ntrace, name).__doc__, f"{name} has no docstring"
+
+
+def test_the_package_is_typed() -> None:
+    assert (importlib.resources.files("ntrace") / "py.typed").is_file()
 
 
 def test_importing_the_cli_leaves_the_heavy_modules_unloaded() -> None:
-    code = "import sys, ntrace.cli; print(sorted(m for m in ('ntrace.capture', 'ntrace.render.html', 'ntrace.decode') if m in sys.modules))"
+    code = "import sys, ntrace.cli; print(sorted(m for m in ('ntrace.capture', 'ntrace.render.html', 'ntrace.io.kineto', 'torch') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

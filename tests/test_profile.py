@@ -1,4 +1,4 @@
-"""profile.py with links.py, gaps.py, steps.py and totals.py on a small hand-made Neuron-style trace."""
+"""The Profile facade with the links, stats, steps and totals analyses on a small hand-made Neuron-style trace, and the Summary it hands out."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import write_trace, x
-from ntrace import load
+from dataclasses import fields
+
+from helpers import write_trace, x
+from ntrace import Summary, load
 
 HOST = {"pid": 100, "tid": 100}
 CORE = {"pid": 0, "tid": 0}
@@ -103,40 +105,45 @@ def test_select_complete_and_executions(trace: Path) -> None:
 
 
 def test_op_around_looks_calls_up_in_the_op_tree(trace: Path) -> None:
-    from ntrace.ops import op_around
+    from ntrace.analyses.ops import op_around
 
     profile = load(trace)
     # 2: nrt_execute inside aten::mul (1); 3: a kernel, not in the host tree; 5: nrt_execute inside aten::add (4); 0: the top step
-    got = op_around(profile, pl.Series([2, 3, None, 5, 0], dtype=pl.Int64)).to_list()
+    got = op_around(profile.nesting, pl.Series([2, 3, None, 5, 0], dtype=pl.Int64)).to_list()
     assert got == [1, None, None, 4, None]
     assert got == [dict(profile.nesting.select("idx", "op_idx").iter_rows()).get(i) for i in (2, 3, None, 5, 0)]
 
 
-def _results(profile: "object") -> dict[str, object]:
-    from ntrace.profile import RESULTS
-
-    return {name: getattr(profile, name) for branch in RESULTS for name in branch} | {"findings": getattr(profile, "findings")}
-
-
-def _same(a: dict[str, object], b: dict[str, object]) -> bool:
-    return a.keys() == b.keys() and all(v.equals(b[k]) if isinstance(v, pl.DataFrame) else v == b[k] for k, v in a.items())
+def _same(a: Summary, b: Summary) -> bool:
+    """Every field of two summaries equal (frames and series by value)."""
+    return all(
+        x.equals(y) if isinstance(x, (pl.DataFrame, pl.Series)) else x == y
+        for x, y in ((getattr(a, f.name), getattr(b, f.name)) for f in fields(Summary))
+    )
 
 
-def _computed_equals_one_at_a_time(path: Path) -> None:
-    computed = load(path).compute()
-    assert all(name in computed.__dict__ for name in _results(computed))  # every result is cached by compute itself
-    assert _same(_results(computed), _results(load(path)))
+def _one_at_a_time(path: Path, monkeypatch: pytest.MonkeyPatch) -> Summary:
+    """The summary computed with its two branches one after the other, no thread started."""
+
+    class NoThread:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            raise AssertionError("a thread was started above TWO_THREADS_MAX")
+
+    with monkeypatch.context() as patch:
+        patch.setattr("ntrace.profile.TWO_THREADS_MAX", 0)
+        patch.setattr("ntrace.profile.threading.Thread", NoThread)
+        return load(path).summary()
 
 
-def test_compute_in_two_threads_gives_what_one_at_a_time_gives(trace: Path) -> None:
-    _computed_equals_one_at_a_time(trace)
+def test_summary_in_two_threads_equals_one_at_a_time(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _same(load(trace).summary(), _one_at_a_time(trace, monkeypatch))
 
 
-def test_compute_in_two_threads_on_real_traces(shared_trace: Path) -> None:
-    _computed_equals_one_at_a_time(shared_trace)
+def test_summary_in_two_threads_on_real_traces(shared_trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _same(load(shared_trace).summary(), _one_at_a_time(shared_trace, monkeypatch))
 
 
-def test_compute_raises_what_the_second_branch_raised_and_joins_it(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_summary_raises_what_the_second_branch_raised_and_joins_it(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 
     from ntrace.errors import TraceFormatError
@@ -146,26 +153,13 @@ def test_compute_raises_what_the_second_branch_raised_and_joins_it(trace: Path, 
 
     monkeypatch.setattr("ntrace.profile.lane_totals", broken)  # `lanes`: the second branch only
     with pytest.raises(TraceFormatError, match="second branch"):
-        load(trace).compute()
+        load(trace).summary()
     assert not [t for t in threading.enumerate() if t.name == "ntrace-analysis"]
 
 
-def test_compute_on_a_stored_profile_reads_no_events(trace: Path, tmp_path: Path) -> None:
-    from ntrace.parquet import convert_to_parquet
+def test_a_stored_summary_is_returned_as_given(trace: Path) -> None:
     from ntrace.profile import Profile
 
-    parquet = Path(convert_to_parquet(trace, tmp_path / "pq")["parquet"][0])
-    stored = load(parquet)
-    assert type(stored) is not Profile
-    stored.compute()
-    assert "events" not in stored.__dict__
-
-
-def test_compute_one_branch_after_the_other_above_the_two_thread_limit(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    class NoThread:
-        def __init__(self, *args: object, **kwargs: object) -> None:
-            raise AssertionError("a thread was started above TWO_THREADS_MAX")
-
-    monkeypatch.setattr("ntrace.profile.TWO_THREADS_MAX", 0)
-    monkeypatch.setattr("ntrace.profile.threading.Thread", NoThread)
-    _computed_equals_one_at_a_time(trace)
+    profile = load(trace)
+    stored = profile.summary()
+    assert Profile(profile.trace, stored).summary() is stored

@@ -5,11 +5,14 @@ Every command maps ntrace's own errors to one line on stderr and exit code 2 (`-
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
+import time
 from pathlib import Path
-from typing import Any, Callable
+from types import ModuleType
+from typing import Any, Callable, Iterable, Iterator, TextIO
 
 import click
 
@@ -22,8 +25,10 @@ import click
 # value the user set wins.
 os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:100,muzzy_decay_ms:0,oversize_threshold:65536")
 
+from ntrace.analyses.ops import SORT_KEYS, OpView  # noqa: E402
 from ntrace.errors import NtraceError, one_line  # noqa: E402
-from ntrace.ops import SORT_KEYS, set_view  # noqa: E402
+from ntrace.io.progress import reporting  # noqa: E402
+from ntrace.units import size  # noqa: E402
 
 
 def _fail_cleanly(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -46,24 +51,66 @@ def _fail_cleanly(fn: Callable[..., Any]) -> Callable[..., Any]:
 FORMATS = ["table", "json", "csv", "markdown"]
 
 
-def _renderer(fmt: str) -> Any:
-    """The render module for an output format (each has `render(analysis) -> str`)."""
+def _renderer(fmt: str) -> ModuleType:
+    """The render module for an output format: each has analysis(), compare(), diff() and artifacts()."""
     from ntrace.render import csv, json, markdown, text
 
     return {"table": text, "json": json, "csv": csv, "markdown": markdown}[fmt]
 
 
-def _by_format(fmt: str, text: Callable[..., str], json: Callable[..., str], name: str) -> Callable[..., str]:
-    """A command's renderer for `fmt`: its own text and JSON renderers, or `name` from the shared CSV/Markdown renderers."""
-    if fmt in ("table", "json"):
-        return text if fmt == "table" else json
-    return getattr(_renderer(fmt), name)
-
-
-def _warn(warnings: list[str]) -> None:
+def _warn(warnings: Iterable[str]) -> None:
     """Warnings go to stderr too, so they are seen whatever the output format."""
     for w in warnings:
         click.echo(f"warning: {one_line(w)}", err=True)
+
+
+class _Progress:
+    """A progress line for long reads (click's bar) on `stream`, shown only once a run has taken `delay` seconds."""
+
+    def __init__(self, stream: TextIO, delay: float = 1.0) -> None:
+        self.stream = stream
+        self.began = time.monotonic() + delay
+        self.bar: Any = None
+        self.stage: str | None = None
+        self.done = 0
+
+    def __call__(self, stage: str, done: int, total: int | None, unit: str) -> None:
+        """A report from a reader (ntrace.io.progress): redraw, starting a new line per stage."""
+        if time.monotonic() < self.began:
+            return
+        if stage != self.stage:
+            self.close()
+            self.bar = click.progressbar(
+                length=max(total or done, 1), label=stage, file=self.stream, show_percent=total is not None, show_pos=False, show_eta=False,
+                item_show_func=lambda item: item,
+            )  # fmt: skip
+            self.bar.__enter__()
+            self.stage, self.done = stage, 0
+        shown = size(done) if unit == "bytes" else f"{done:,} {unit}".strip()
+        self.bar.update(done - self.done, shown)
+        self.done = done
+
+    def close(self) -> None:
+        """Finish the line and erase it, so what follows starts on a clean line."""
+        if self.bar is not None:
+            self.bar.finished = True  # no final newline: the line is erased instead
+            self.bar.__exit__(None, None, None)
+            self.stream.write("\r\033[K")
+            self.bar = None
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool) -> Iterator[None]:
+    """Report the reads of the block on a progress line when enabled and stderr is a terminal."""
+    if not enabled or not sys.stderr.isatty():
+        yield
+        return
+    sink = _Progress(sys.stderr)
+    try:
+        with reporting(sink):
+            yield
+    finally:
+        sink.close()
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -89,14 +136,12 @@ def analyze(
     path: Path, fmt: str, quiet: bool, jobs: int, plain: bool, max_events: int | None, sort_by: str, top: int | None, group_by_shape: bool, recompute: bool
 ) -> None:
     """Analyze a trace file, or every trace under a directory: lanes, tracks, dispatch gaps, steps."""
-    from ntrace.analysis import analyze as run
-    from ntrace.progress import progress, report as note_progress
+    from ntrace.workflows.analyze import analyze as run
 
-    with progress(enabled=not quiet):
+    view = OpView(sort_by=sort_by, top=top, group_by_shape=group_by_shape)
+    with _progress(enabled=not quiet):
         result = run(path, jobs=jobs, fast=not plain, max_events=max_events, recompute=recompute)
-        set_view(result.profiles, sort_by=sort_by, top=top, group_by_shape=group_by_shape)
-        note_progress("analyzing", len(result.profiles), None, "traces")
-        text = _renderer(fmt).render(result)
+    text = _renderer(fmt).analysis(result, view)
     _warn(result.all_warnings)
     click.echo(text, nl=fmt == "json")
 
@@ -106,7 +151,7 @@ def analyze(
 def lanes() -> None:
     """Print the category → lane table that classifies every event."""
     from ntrace.lanes import lane_table
-    from ntrace.render.units import table
+    from ntrace.render.text import table
 
     frame = lane_table()
     click.echo(table(["category", "lane", "side", "why"], [list(r) for r in frame.iter_rows()], left=4))
@@ -135,7 +180,8 @@ def _ints(text: str, what: str, count: int | None = None) -> tuple[int, ...]:
 @_fail_cleanly
 def capture(out: Path, device: str, variants: str, shape: str, dtype: str, sched: str, cores: str, force: bool) -> None:
     """Profile the three RMSNorm variants (naive ops, torch.rms_norm, torch.compile) of the seed study."""
-    from ntrace.capture import ProfileSchedule, capture_study
+    from ntrace.capture.backends import ProfileSchedule
+    from ntrace.capture.rmsnorm import capture_study
 
     frame = capture_study(
         out,
@@ -161,20 +207,19 @@ def capture(out: Path, device: str, variants: str, shape: str, dtype: str, sched
 @_fail_cleanly
 def export(path: Path, out: Path, quiet: bool) -> None:
     """Export one trace (or Neuron Explorer .parquet) with lanes as named processes, launch flows and hardware idle gaps."""
-    from ntrace.discover import find_traces
     from ntrace.errors import InputError
-    from ntrace.perfetto import export_perfetto
-    from ntrace.profile import load
-    from ntrace.progress import progress
+    from ntrace.io.discover import find_traces
+    from ntrace.render.perfetto import export_perfetto
+    from ntrace.workflows.analyze import load
 
     traces = find_traces(path)
     if len(traces) != 1:
         listed = ", ".join(str(t) for t in traces[:3]) + (", …" if len(traces) > 3 else "")
         raise InputError(path, f"holds {len(traces)} traces ({listed or 'none'}); export one file at a time")
-    with progress(enabled=not quiet):
+    with _progress(enabled=not quiet):
         profile = load(traces[0])
         written = export_perfetto(profile, out)
-    _warn(profile.warnings)
+    _warn(profile.trace.warnings)
     click.echo(f"wrote {written}: {profile.complete.height} slices, {profile.links.height} flows, {profile.hardware_idle.height} hardware idle gaps; open it in https://ui.perfetto.dev or chrome://tracing")
 
 
@@ -184,14 +229,13 @@ def export(path: Path, out: Path, quiet: bool) -> None:
 @_fail_cleanly
 def artifacts(path: Path, fmt: str) -> None:
     """List a profile directory's sessions, decoded NEFF headers, NTFF and .pb files, NEFF↔NTFF pairs and unpaired files."""
-    from ntrace.artifacts import find_sessions
     from ntrace.errors import InputError
-    from ntrace.render.artifacts import render_json, render_text
+    from ntrace.neuron.artifacts import find_sessions
 
     sessions = [s for s in find_sessions(path) if s.has_artifacts]
     if not sessions:
         raise InputError(path, "holds no Neuron profile artifacts (.neff, .ntff, .pb)")
-    click.echo(_by_format(fmt, render_text, render_json, "render_artifacts")(sessions), nl=fmt == "json")
+    click.echo(_renderer(fmt).artifacts(sessions), nl=fmt == "json")
 
 
 @main.command()
@@ -203,16 +247,12 @@ def artifacts(path: Path, fmt: str) -> None:
 @_fail_cleanly
 def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: int) -> None:
     """Write one self-contained HTML report (opens offline): zoomable four-lane timeline, busy and idle charts, op table, variant comparison."""
-    from ntrace.analysis import analyze as run
-    from ntrace.progress import progress, report as note_progress
-    from ntrace.render.html import write_report
+    from ntrace.render.html import report as run
 
-    with progress(enabled=not quiet):
-        result = run(path, jobs=jobs)
-        note_progress("analyzing and drawing", len(result.profiles), None, "traces")
-        written = write_report(result, out, title)
+    with _progress(enabled=not quiet):
+        result, written = run(path, out, title=title, jobs=jobs)
     _warn(result.all_warnings)
-    click.echo(f"wrote {written} ({written.stat().st_size / 1024:.0f} KiB, {len(result.profiles)} trace(s)); open it in any browser, no network needed")
+    click.echo(f"wrote {written} ({written.stat().st_size / 1024:.0f} KiB, {len(result.summaries)} trace(s)); open it in any browser, no network needed")
 
 
 @main.command()
@@ -224,7 +264,7 @@ def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: int) -> 
 def convert(path: Path, out: Path, jobs: int, plain: bool) -> None:
     """Decode and lane-classify every JSON trace under PATH once, as Parquet that `ntrace analyze`, Polars, DuckDB or Spark read directly."""
     from ntrace.errors import InputError
-    from ntrace.parquet import convert_to_parquet as run
+    from ntrace.workflows.convert import convert as run
 
     done = run(path, out, jobs=jobs, fast=not plain)
     for row in done.iter_rows(named=True):
@@ -247,11 +287,10 @@ def compare(paths: tuple[Path, ...], baseline: str | None, fmt: str) -> None:
     Give one directory per variant, or one directory holding several (each entry under it with
     traces is a variant). Names come from capture.json where there is one, else the directory.
     """
-    from ntrace.compare import compare_variants as run
-    from ntrace.render.compare import render_json, render_text
+    from ntrace.workflows.compare import compare as run
 
     frame = run(paths, baseline=baseline)
-    click.echo(_by_format(fmt, render_text, render_json, "render_compare")(frame), nl=fmt == "json")
+    click.echo(_renderer(fmt).compare(frame), nl=fmt == "json")
 
 
 @main.command()
@@ -263,12 +302,11 @@ def compare(paths: tuple[Path, ...], baseline: str | None, fmt: str) -> None:
 @_fail_cleanly
 def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt: str) -> None:
     """Diff TEST against BASE: per-op added/removed/slower/faster/unchanged, lane totals and gaps before and after."""
-    from ntrace.diff import diff_profiles as run
-    from ntrace.render.diff import render_json, render_text
-    from ntrace.render.units import fmt_time
+    from ntrace.units import fmt_time
+    from ntrace.workflows.diff import diff as run
 
     result = run(base, test, threshold=threshold)
-    click.echo(_by_format(fmt, render_text, render_json, "render_diff")(result), nl=fmt == "json")
+    click.echo(_renderer(fmt).diff(result), nl=fmt == "json")
     if fail_above is not None and result.fails(fail_above):
         change = result.device_change_pct
         click.echo(

@@ -31,10 +31,6 @@ class TraceFormatError(NtraceError):
     """A trace file is not a Kineto/Chrome trace ntrace can decode."""
 
 
-class ArtifactError(NtraceError):
-    """A NEFF/NTFF/profile artifact is damaged or inconsistent."""
-
-
 class CaptureError(NtraceError):
     """`ntrace capture` cannot run here (missing torch, missing torch-neuronx, bad output dir)."""
 

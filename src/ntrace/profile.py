@@ -1,48 +1,52 @@
-"""The Profile object: one decoded, lane-classified trace, with every analysis as a lazily computed Polars frame."""
+"""The facade: one Trace with every analysis as a lazily computed, memoized Polars frame, and the Summary the outputs read.
+
+Profile holds no state but its Trace and the results it has computed; each property is one
+call into `ntrace.analyses` with the frames that analysis needs. `summary()` computes what
+every output reads and returns it as a frozen Summary.
+"""
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
-from typing import Any, Mapping
 
 import polars as pl
 
-from ntrace import findings as findmod
-from ntrace import gaps as gapmod
-from ntrace import ops as opmod
-from ntrace.artifacts import Session
-from ntrace.decode import DecodedTrace, decode_trace
-from ntrace.lanes import classify, lane_table
-from ntrace.links import launch_links
-from ntrace.manifest import find_manifest
-from ntrace.steps import is_step, step_totals, step_windows
-from ntrace.totals import lane_categories, lane_totals, spans, track, track_totals, window
+from ntrace.analyses import findings as findmod
+from ntrace.analyses import ops as opmod
+from ntrace.analyses import stats
+from ntrace.analyses.links import launch_links
+from ntrace.analyses.ops import OpView
+from ntrace.analyses.steps import is_step, step_totals, step_windows
+from ntrace.analyses.totals import lane_categories, lane_totals, spans, track, track_totals, window
+from ntrace.summary import Summary, Timeline
+from ntrace.trace import Trace
+
+#: Most complete events for which summary() runs its two branches at once (about 40 MB of Kineto JSON).
+TWO_THREADS_MAX = 150_000
+
+#: What every output reads, in two branches that share only the track codes: the op tree and table, and the lanes, tracks, gaps and steps.
+_BRANCHES: tuple[tuple[str, ...], tuple[str, ...]] = (
+    ("op_groups", "device", "hardware_ns", "self_cpu_ns"),
+    ("lanes", "categories", "tracks", "gaps", "steps", "window", "complete_count"),
+)
 
 
-@dataclass
 class Profile:
-    """One framework trace, classified into lanes. All times in the frames are int64 nanoseconds."""
+    """One trace's analyses (all times int64 ns); every property is computed on first use and kept.
 
-    path: Path
-    events: pl.DataFrame
-    meta: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    artifacts: Session | None = None  # the capture session's NEFF/NTFF/.pb files, filled in by analysis.analyze
+    `stored` is a Summary computed earlier by this very analysis code (an ntrace Parquet cache's):
+    summary() returns it instead of computing one.
+    """
 
-    @classmethod
-    def from_decoded(cls, decoded: DecodedTrace, lanes: Mapping[str, str] | None = None) -> "Profile":
-        """Classify a decoded trace into lanes (with optional extra category → lane rows)."""
-        table = lane_table(lanes) if lanes else None
-        return cls(decoded.path, classify(decoded.events, table), decoded.meta, list(decoded.warnings))
+    def __init__(self, trace: Trace, stored: Summary | None = None) -> None:
+        self.trace = trace
+        self._stored = stored
 
-    @cached_property
-    def variant(self) -> str | None:
-        """The variant named by the capture manifest (capture.json) beside or above the trace, if there is one."""
-        doc = find_manifest(self.path)
-        return doc["variant"] if doc else None
+    @property
+    def events(self) -> pl.DataFrame:
+        """Every event of the trace (ntrace.trace.EVENT_COLUMNS), in file order."""
+        return self.trace.events
 
     @cached_property
     def complete(self) -> pl.DataFrame:
@@ -50,13 +54,9 @@ class Profile:
         return self.select_complete(*self.events.columns)
 
     def select_complete(self, *columns: str | pl.Expr, where: pl.Expr | None = None, **named: str | pl.Expr) -> pl.DataFrame:
-        """`columns` (names or expressions, also `named` ones) of the complete events (those where `where` holds, if given), in file order: a filter that copies only them.
-
-        The analyses read their few columns this way, so no full copy of the complete events is
-        made unless Profile.complete itself is asked for (then it is reused).
-        """
-        out = self.complete_rows(where).select(*columns, **named).collect()  # only the columns read are filtered, expressions run on the rows kept
-        if "idx" in out.columns and self._idx_sorted:  # file order, as decoded or read back: flagged, joins on idx merge instead of hashing
+        """`columns` (names or expressions, also `named` ones) of the complete events (those where `where` holds, if given), in file order: a filter that copies only them."""
+        out = self.complete_rows(where).select(*columns, **named).collect()
+        if "idx" in out.columns:  # events are kept in idx order: joins on idx merge instead of hashing
             out = out.with_columns(pl.col("idx").set_sorted())
         return out
 
@@ -74,11 +74,6 @@ class Profile:
     def _is_complete(self) -> pl.Series:
         """Per event: whether it is a complete ("X") event."""
         return self.events.select((pl.col("ph") == "X").fill_null(False)).to_series()
-
-    @cached_property
-    def _idx_sorted(self) -> bool:
-        """Whether the events are in idx order (as decoded or read back)."""
-        return self.events["idx"].is_sorted()
 
     @cached_property
     def _spans(self) -> tuple[pl.DataFrame, pl.Series]:
@@ -102,7 +97,7 @@ class Profile:
 
     @cached_property
     def complete_count(self) -> int:
-        """How many complete events the profile holds."""
+        """How many complete events the trace holds."""
         return self._spans[0].height
 
     @cached_property
@@ -146,7 +141,7 @@ class Profile:
         """Per linked hardware execution: the runtime call, the execution and the delay between their starts."""
         links = self.links
         calls = self.select_complete("idx", "name", "ts", where=pl.col("idx").is_in(links["call_idx"].implode()))
-        return gapmod.launch_delays(links, calls, self.executions)
+        return stats.launch_delays(links, calls, self.executions)
 
     @cached_property
     def executions(self) -> pl.DataFrame:
@@ -159,10 +154,10 @@ class Profile:
     def gaps(self) -> pl.DataFrame:
         """Statistics of both gap kinds: (kind, count, total, p50, p90, max, share of the window)."""
         rows = [
-            {"kind": "hardware_idle", **gapmod.stats(self.hardware_idle["gap"])},
-            {"kind": "launch_delay", **gapmod.stats(self.launch_delays["delay"])},
+            {"kind": "hardware_idle", **stats.stats(self.hardware_idle["gap"])},
+            {"kind": "launch_delay", **stats.stats(self.launch_delays["delay"])},
         ]
-        frame = pl.DataFrame(rows, schema={"kind": pl.String, **{k: pl.Int64 for k in gapmod.STATS}})
+        frame = pl.DataFrame(rows, schema={"kind": pl.String, **{k: pl.Int64 for k in stats.STATS}})
         return frame.with_columns(share=pl.col("total") / self.window_ns if self.window_ns else pl.lit(0.0))
 
     @cached_property
@@ -174,9 +169,14 @@ class Profile:
         return step_totals(windows, spans, max(len(names), 1), steps)
 
     @cached_property
+    def _tree_events(self) -> pl.DataFrame:
+        """The complete events torch builds its op tree from, with the columns the op tree and table read, in idx order."""
+        return self.select_complete("idx", "pid", "tid", "ts", "end", "lane", "name", "input_dims", "dur", where=opmod.TREE_EVENT)
+
+    @cached_property
     def _tree(self) -> tuple[pl.DataFrame, pl.Series]:
-        """The nesting frame and, row for row, each event's parent row (see ntrace.ops.op_tree)."""
-        return opmod.op_tree(self)
+        """The nesting frame and, row for row, each event's parent row (see ntrace.analyses.ops.op_tree)."""
+        return opmod.op_tree(self._tree_events.select("idx", "pid", "tid", "ts", "end", "lane"))
 
     @property
     def nesting(self) -> pl.DataFrame:
@@ -185,105 +185,92 @@ class Profile:
 
     @cached_property
     def device(self) -> str:
-        """The device the op table's device columns are named for (see ntrace.ops.device_name)."""
-        return opmod.device_name(self)
+        """The device the op table's device columns are named for (see ntrace.analyses.ops.device_name)."""
+        return opmod.device_name(self.categories)
 
     @cached_property
     def attribution(self) -> pl.DataFrame:
-        """One row per hardware execution: (exec_idx, dur, call_idx, op_idx), the framework op it is self device time of (see ntrace.ops.device_attribution)."""
-        return opmod.device_attribution(self)
+        """One row per hardware execution: (exec_idx, dur, call_idx, op_idx), the framework op it is self device time of."""
+        return opmod.device_attribution(self.executions, self.links, self.nesting)
 
     @cached_property
     def op_groups(self) -> pl.DataFrame:
-        """The op table before any view: sums per (name, input_dims), plus the unlinked device time row (see ntrace.ops.op_groups)."""
-        return opmod.op_groups(self)
+        """The op table before any view: sums per (name, input_dims), plus the unlinked device time row (see ntrace.analyses.ops.op_groups)."""
+        nest, parent = self._tree
+        return opmod.op_groups(self._tree_events.select("idx", "name", "input_dims", "dur"), nest, parent, self.attribution)
 
     @cached_property
     def hardware_ns(self) -> int:
-        """All hardware execution time, ns (see ntrace.ops.hardware_time)."""
-        return opmod.hardware_time(self)
+        """All hardware execution time, ns: the attribution has one row per execution."""
+        return int(self.attribution["dur"].sum())
 
     @cached_property
     def self_cpu_ns(self) -> int:
-        """Self CPU time over every op, ns: the footer of torch's table (see ntrace.ops.self_cpu_time)."""
-        return opmod.self_cpu_time(self)
+        """Self CPU time over every op, ns: the footer of torch's table."""
+        return opmod.self_cpu_time(self.nesting, self._tree_events)
 
     @cached_property
     def findings(self) -> pl.DataFrame:
-        """What to look at first: device hotspots, runs of small executions, host→device copies (see ntrace.findings)."""
-        return findmod.profile_findings(self)
+        """What to look at first: device hotspots, runs of small executions, host→device copies (see ntrace.analyses.findings)."""
+        return findmod.findings(self.complete_rows(), self.attribution, self.executions, self.links, self.nesting, self.device, self.hardware_ns)
+
+    def op_table(self, view: OpView = OpView()) -> pl.DataFrame:
+        """The per-op table of torch's key_averages() (ns) in a view: sorted by a torch key, cut to its top rows, grouped by shape."""
+        return opmod.op_table(self.op_groups, self.hardware_ns, view)
 
     @cached_property
     def ops(self) -> pl.DataFrame:
-        """The per-op table of torch's key_averages() (ns), sorted by self CPU; see ntrace.ops.op_table for other views."""
-        return opmod.op_table(self)
+        """The per-op table in the default view: every row, sorted by self CPU."""
+        return self.op_table()
 
-    def compute(self) -> "Profile":
-        """Compute every result the outputs read (RESULTS, then findings, which reads both branches), the two branches at once for traces of up to TWO_THREADS_MAX complete events.
+    def summary(self) -> Summary:
+        """Every result the outputs read, as a frozen Summary (computed once; the op tree and the lane totals at once on traces of up to TWO_THREADS_MAX complete events).
 
         An analysis is some 250 Polars queries, and Polars releases the GIL while one runs. On a
         small trace they are short and run mostly on the calling thread, so a second thread keeps
-        the other core busy (a quarter off the analysis of a 34 MiB trace); on a large one Polars
-        already spreads each query over the cores, and running both branches at once only adds
-        their peaks (94 MiB: 20 ms of 0.85 s saved for 24 MiB more memory), so they run one after
-        the other. Results are cached properties: a branch needing the other's result waits for
-        it (or, without cached_property's lock, computes it too), and nothing is computed wrong.
+        the other core busy; on a large one Polars already spreads each query over the cores, and
+        running both branches at once only adds their memory peaks, so they run one after the
+        other. Results are cached properties: a branch needing the other's result waits for it
+        (or, without cached_property's lock, computes it too), and nothing is computed wrong.
         """
+        if self._stored is not None:
+            return self._stored
         if self.complete_count <= TWO_THREADS_MAX:
             self._both_branches()
-        else:
-            for branch in RESULTS:
-                _results(self, branch)
-        self.findings
-        return self
+        trace = self.trace
+        return Summary(
+            path=trace.path, variant=trace.variant, meta=trace.meta, warnings=trace.warnings,
+            window=self.window, events=self.complete_count, device=self.device, hardware_ns=self.hardware_ns, self_cpu_ns=self.self_cpu_ns,
+            lanes=self.lanes, categories=self.categories, tracks=self.tracks, gaps=self.gaps, steps=self.steps,
+            op_groups=self.op_groups, findings=self.findings, idle_gaps=self.hardware_idle["gap"], launch_delays=self.launch_delays["delay"],
+        )  # fmt: skip
+
+    def timeline(self) -> Timeline:
+        """What the HTML timeline draws: every complete event on its track, and the hardware idle gaps."""
+        events = self.complete.select(pl.col("lane").cast(pl.String), track(), "ts", "end", "dur", "name")
+        return Timeline(events, self.hardware_idle.select("track", "gap_start", "gap"))
 
     def _both_branches(self) -> None:
-        """The two RESULTS branches at once: the second on a thread of its own, whose error is raised here."""
+        """The two _BRANCHES at once: the second on a thread of its own, whose error is raised here."""
         failed: list[BaseException] = []
 
         def second() -> None:
             try:
-                _results(self, RESULTS[1])
+                _results(self, _BRANCHES[1])
             except BaseException as exc:  # re-raised in the calling thread
                 failed.append(exc)
 
         helper = threading.Thread(target=second, name="ntrace-analysis")
         helper.start()
         try:
-            _results(self, RESULTS[0])
+            _results(self, _BRANCHES[0])
         finally:
             helper.join()
         if failed:
             raise failed[0]
 
 
-#: Most complete events for which Profile.compute runs its two branches at once (about 40 MB of Kineto JSON).
-TWO_THREADS_MAX = 150_000
-
-#: What every output reads (the frames and numbers a Parquet cache stores but findings) in two branches that share only `_spans`: the op tree and table, and the lanes, tracks, gaps and steps.
-RESULTS: tuple[tuple[str, ...], tuple[str, ...]] = (
-    ("op_groups", "device", "hardware_ns", "self_cpu_ns"),
-    ("lanes", "categories", "tracks", "gaps", "steps", "window", "complete_count"),
-)
-
-
 def _results(profile: Profile, names: tuple[str, ...]) -> None:
     """Compute (and so cache) these attributes of `profile`."""
     for name in names:
         getattr(profile, name)
-
-
-def load(
-    path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] | None = None, max_events: int | None = None, recompute: bool = False
-) -> Profile:
-    """Decode and classify one trace file (an `ntrace convert` or Neuron Explorer .parquet file too); `lanes` adds category → lane rows.
-
-    `max_events` keeps only a JSON trace's first events (for traces too large to analyze whole);
-    `recompute` ignores the analysis an `ntrace convert` file stores, recomputing it from its events.
-    """
-    if Path(path).suffix.lower() == ".parquet":
-        from ntrace.explorer import load_explorer  # imported here: explorer and parquet build on Profile
-        from ntrace.parquet import is_ntrace_parquet, read_parquet
-
-        return read_parquet(path, lanes, recompute=recompute) if is_ntrace_parquet(path) else load_explorer(path)
-    return Profile.from_decoded(decode_trace(path, fast=fast, max_events=max_events), lanes)

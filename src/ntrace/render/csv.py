@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Sequence
 
 import polars as pl
 
-from ntrace.analysis import Analysis
+from ntrace.analyses.ops import OpView
+from ntrace.neuron.artifacts import Session
 from ntrace.render.tables import artifact_files_frame, compare_frame, diff_ops_frame, summary_frame
-
-if TYPE_CHECKING:
-    from ntrace.artifacts import Session
-    from ntrace.diff import Diff
+from ntrace.workflows.analyze import Analysis
+from ntrace.workflows.diff import Diff
 
 
 def frame_csv(frame: pl.DataFrame) -> str:
@@ -22,21 +21,21 @@ def frame_csv(frame: pl.DataFrame) -> str:
     return frame.write_csv()
 
 
-def render(analysis: Analysis) -> str:
+def analysis(result: Analysis, view: OpView = OpView()) -> str:
     """The analysis as CSV: per trace its window, per-lane busy time and events, and both gap kinds' statistics."""
-    return frame_csv(summary_frame(analysis))
+    return frame_csv(summary_frame(result))
 
 
-def render_compare(frame: pl.DataFrame) -> str:
+def compare(frame: pl.DataFrame) -> str:
     """A variant comparison (ntrace.compare) as CSV: one row per variant."""
     return frame_csv(compare_frame(frame))
 
 
-def render_diff(d: "Diff") -> str:
+def diff(d: Diff) -> str:
     """A diff as CSV: one row per op (statuses, calls, self device/CPU before and after in µs, change in %)."""
     return frame_csv(diff_ops_frame(d))
 
 
-def render_artifacts(sessions: list["Session"]) -> str:
+def artifacts(sessions: Sequence[Session]) -> str:
     """Artifact sessions as CSV: one row per NEFF, NTFF or .pb file."""
     return frame_csv(artifact_files_frame(sessions))

@@ -8,24 +8,30 @@ which SVG draws natively and every browser zooms. The report of fixtures/rmsnorm
 Large traces are downsampled for drawing only: a track with more than `MAX_EVENTS_PER_TRACK`
 events is drawn as the union of its events on a grid of `BINS_PER_WIDTH` bins across the
 timeline (each drawn block says how many events it merges); at most `MAX_GAPS_PER_TRACK` idle
-gaps per track are drawn (the longest). Every number in the tables comes from the Profile's
+gaps per track are drawn (the longest). Every number in the tables comes from the Summary's
 frames, never from what was drawn.
 """
 
 from __future__ import annotations
 
 import html
+from importlib.resources import files
 from pathlib import Path
 
 import polars as pl
 
-from ntrace.analysis import Analysis
+from ntrace.io.atomic import write_text
+from ntrace.io.manifest import variant_name
 from ntrace.lanes import LANES
-from ntrace.profile import Profile
-from ntrace.render.html_assets import CSS, JS
 from ntrace.render.tables import cell, compare_frame, gaps_frame, hardware_tracks_frame, header, lanes_frame, ops_frame, variant_names
-from ntrace.render.units import fmt_time
-from ntrace.totals import track
+from ntrace.summary import Summary, Timeline
+from ntrace.units import fmt_time
+from ntrace.workflows.analyze import Analysis, analyze
+from ntrace.workflows.compare import COMPARE_SCHEMA, variant_row
+
+#: The report's inline stylesheet and script (package data: no fonts, styles or scripts from the network).
+CSS = files("ntrace.render").joinpath("assets/report.css").read_text()
+JS = files("ntrace.render").joinpath("assets/report.js").read_text()
 
 #: Drawing limits (never applied to the numbers).
 MAX_EVENTS_PER_TRACK = 3000
@@ -62,7 +68,7 @@ def html_table(frame: pl.DataFrame, cls: str = "") -> str:
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-def _rows(profile: Profile) -> pl.DataFrame:
+def _rows(profile: Summary) -> pl.DataFrame:
     """The timeline's rows: one per (lane, track), in lane order, with their index."""
     order = {lane: i for i, lane in enumerate(LANES)}
     return (
@@ -74,11 +80,11 @@ def _rows(profile: Profile) -> pl.DataFrame:
     )
 
 
-def drawn_blocks(profile: Profile, t0: int, span: int) -> pl.DataFrame:
+def drawn_blocks(profile: Summary, timeline: Timeline, t0: int, span: int) -> pl.DataFrame:
     """What the timeline draws per row: (row, lane, x, w, title, merged). Exact events for small tracks, binned unions for large ones."""
     rows = _rows(profile)
     scale = _DATA_W / max(span, 1)
-    events = profile.complete.with_columns(pl.col("lane").cast(pl.String), track()).join(rows.select("lane", "track", "row", "events"), on=["lane", "track"])
+    events = timeline.events.join(rows.select("lane", "track", "row", "events"), on=["lane", "track"])
     small = events.filter(pl.col("events") <= MAX_EVENTS_PER_TRACK).select(
         "row", "lane",
         x=(pl.col("ts") - t0) * scale,
@@ -107,12 +113,12 @@ def drawn_blocks(profile: Profile, t0: int, span: int) -> pl.DataFrame:
     return pl.concat([small, binned.cast(small.schema)]).sort("row", "x")
 
 
-def drawn_gaps(profile: Profile, t0: int, span: int) -> pl.DataFrame:
+def drawn_gaps(profile: Summary, timeline: Timeline, t0: int, span: int) -> pl.DataFrame:
     """The hardware idle gaps to draw: (row, x, w, title), at most MAX_GAPS_PER_TRACK longest per track."""
     rows = _rows(profile).filter(pl.col("lane") == "hardware").select("track", "row")
     scale = _DATA_W / max(span, 1)
     return (
-        profile.hardware_idle.join(rows, on="track")
+        timeline.idle.join(rows, on="track")
         .with_columns(_rank=pl.col("gap").rank("ordinal", descending=True).over("track"))
         .filter(pl.col("_rank") <= MAX_GAPS_PER_TRACK)
         .select("row", x=(pl.col("gap_start") - t0) * scale, w=pl.col("gap") * scale, title=pl.format("hardware idle {}us", (pl.col("gap") / 1000).round(3)))
@@ -123,19 +129,21 @@ def _rect_lines(frame: pl.DataFrame, cls: pl.Expr, y: pl.Expr, h: float) -> str:
     """SVG <rect> elements with <title>s, built as one Polars string column."""
     if frame.is_empty():
         return ""
-    return frame.select(
+    return str(frame.select(
         pl.format('<rect class="{}" x="{}" y="{}" width="{}" height="{}"><title>{}</title></rect>', cls, pl.col("x").round(3), y, pl.col("w").round(4), pl.lit(h), "title")
         .str.join("\n")
-    ).item()
+    ).item())
 
 
-def timeline(profile: Profile, span: int, uid: str) -> str:
-    """The zoomable four-lane timeline of one profile: one row per track, dispatch gaps highlighted. `span` (ns) sets the scale."""
+def timeline(profile: Summary, span: int, uid: str) -> str:
+    """The zoomable four-lane timeline of one trace: one row per track, dispatch gaps highlighted. `span` (ns) sets the scale."""
+    if profile.timeline is None:
+        raise ValueError(f"{profile.path}: the summary holds no timeline (summarize it with timeline=True)")
     t0 = profile.window[0]
     rows = _rows(profile)
     height = rows.height * _ROW_H
-    blocks = drawn_blocks(profile, t0, span)
-    gaps = drawn_gaps(profile, t0, span)
+    blocks = drawn_blocks(profile, profile.timeline, t0, span)
+    gaps = drawn_gaps(profile, profile.timeline, t0, span)
     labels = [
         f'<text x="4" y="{_AXIS_H + r * _ROW_H + 13}"><title>{_esc(lane)} · {_esc(tr)} ({n:,} events)</title>{_esc(lane)} · {_esc(tr[:34] + ("…" if len(tr) > 34 else ""))}</text>'
         for r, lane, tr, n in rows.iter_rows()
@@ -147,8 +155,8 @@ def timeline(profile: Profile, span: int, uid: str) -> str:
     ticks = "".join(f'<text x="{_LABEL_W + _DATA_W * i / 5 - (56 if i == 5 else 0)}" y="14"></text>' for i in range(6))
     drawn_note = ""
     n_merged = int(blocks.filter(pl.col("merged") > 1)["merged"].sum() or 0)
-    if n_merged or gaps.height < profile.hardware_idle.height:
-        drawn_note = f'<p class="note">Downsampled for drawing: {n_merged:,} events merged into blocks; {gaps.height:,} of {profile.hardware_idle.height:,} gaps drawn. The tables hold the exact numbers.</p>'
+    if n_merged or gaps.height < profile.idle_gaps.len():
+        drawn_note = f'<p class="note">Downsampled for drawing: {n_merged:,} events merged into blocks; {gaps.height:,} of {profile.idle_gaps.len():,} gaps drawn. The tables hold the exact numbers.</p>'
     return f"""<div class="timeline" id="tl-{uid}">
 <div class="tl-controls"><button data-zoom="in">zoom in</button><button data-zoom="out">zoom out</button><button data-zoom="reset">reset</button>
 <span class="note">wheel zooms, drag pans, double-click resets; red: hardware idle (dispatch gaps)</span></div>
@@ -179,16 +187,18 @@ def bar_chart(labels: list[str], values_ns: list[int], classes: list[str], title
     return f'<svg class="chart" width="{label_w + bar_w + 90}" height="{height}" viewBox="0 0 {label_w + bar_w + 90} {height}"><text x="0" y="14" font-weight="bold">{_esc(title)}</text>{"".join(bars)}</svg>'
 
 
-def idle_histogram(profile: Profile) -> str:
+def idle_histogram(profile: Summary) -> str:
     """A histogram of hardware idle gap lengths on log-spaced bins (4 per decade of µs)."""
-    gaps = profile.hardware_idle
+    gaps = profile.idle_gaps.alias("gap").to_frame()
     if gaps.is_empty():
         return '<svg class="chart hist" width="420" height="40"><text x="0" y="14" font-weight="bold">Hardware idle gaps</text><text x="0" y="32">no idle gap between hardware executions</text></svg>'
     counts = (
         gaps.select(b=(pl.col("gap").clip(lower_bound=1).cast(pl.Float64).log10() * 4).floor().cast(pl.Int64))
         .group_by("b").agg(n=pl.len()).sort("b")
     )
-    full = pl.DataFrame({"b": pl.int_range(counts["b"].min(), counts["b"].max() + 1, eager=True)}).join(counts, on="b", how="left").fill_null(0)
+    low, high = counts["b"].min(), counts["b"].max()
+    assert isinstance(low, int) and isinstance(high, int)
+    full = pl.DataFrame({"b": pl.int_range(low, high + 1, eager=True)}).join(counts, on="b", how="left").fill_null(0)
     top = full["n"].max()
     w, h, plot_h = 26, 200, 140
     bars = []
@@ -210,7 +220,7 @@ def idle_histogram(profile: Profile) -> str:
 
 def _artifacts(analysis: Analysis) -> str:
     """A table of capture sessions and their NEFF/NTFF/.pb files, when the input has any (the sessions analyze already read)."""
-    found = {s.dir: s for s in [*(p.artifacts for p in analysis.profiles if p.artifacts), *analysis.artifacts] if s.has_artifacts}
+    found = {s.dir: s for s in [*(s for _, s in analysis if s), *analysis.artifacts] if s.has_artifacts}
     sessions = [found[d] for d in sorted(found)]
     if not sessions:
         return ""
@@ -229,23 +239,21 @@ def _artifacts(analysis: Analysis) -> str:
 
 
 def variant_table(analysis: Analysis, names: list[str]) -> pl.DataFrame:
-    """The seed's comparison (ntrace.compare's columns) from the already-loaded profiles: one row per variant, slowest first.
+    """The seed's comparison (ntrace.compare's columns) from the traces' summaries: one row per variant, slowest first.
 
     Variants are the entries directly under the analyzed directory when there are several (named
-    from capture.json where there is one), else the traces themselves (also when the profiles were
+    from capture.json where there is one), else the traces themselves (also when the summaries were
     read from a Parquet cache elsewhere, whose traces are not under the directory analyzed).
     """
-    from ntrace.compare import COMPARE_SCHEMA, variant_name, variant_row
-
     root = analysis.root
-    groups: dict[Path, list[Profile]] = {}
-    if root.is_dir() and all(p.path.is_relative_to(root) for p in analysis.profiles):
-        for p in analysis.profiles:
+    groups: dict[Path, list[Summary]] = {}
+    if root.is_dir() and all(p.path.is_relative_to(root) for p in analysis.summaries):
+        for p in analysis.summaries:
             groups.setdefault(root / p.path.relative_to(root).parts[0], []).append(p)
     if len(groups) > 1:
         rows = [variant_row(variant_name(path), path, profiles) for path, profiles in groups.items()]
     else:
-        rows = [variant_row(name, p.path, [p]) for name, p in zip(names, analysis.profiles)]
+        rows = [variant_row(name, p.path, [p]) for name, p in zip(names, analysis.summaries)]
     rows.sort(key=lambda r: (-int(r["device"]), str(r["name"])))  # type: ignore[call-overload]
     frame = pl.DataFrame(rows, schema={k: v for k, v in COMPARE_SCHEMA.items() if k != "speedup"})
     base = frame["device"][0]
@@ -266,20 +274,20 @@ def _comparison(analysis: Analysis, names: list[str]) -> str:
     return f'<h2 id="compare">Comparison of {frame.height} variants</h2><div class="side"><div>{table}{note}</div><div>{chart}</div></div>'
 
 
-def profile_section(profile: Profile, name: str, span: int, uid: str) -> str:
+def profile_section(profile: Summary, name: str, span: int, uid: str) -> str:
     """One profile: headline, timeline, busy-time chart and idle histogram side by side, then the tables."""
     lanes = profile.lanes
     busy_chart = bar_chart(list(LANES), lanes["busy"].to_list(), [f"lane-{lane}" for lane in LANES], "Busy time per lane (union of intervals)")
     hw = hardware_tracks_frame(profile)
     ops = ops_frame(profile)
     ops_html = ""
-    if ops is not None and ops.height:
+    if ops.height:
         shown = ops.head(MAX_OP_ROWS)
         more = f'<p class="note">first {MAX_OP_ROWS} of {ops.height} rows</p>' if ops.height > MAX_OP_ROWS else ""
         ops_html = f"<h3>Operators (torch key_averages() columns, computed from the trace)</h3>{html_table(shown, 'ops')}{more}"
     warnings = "".join(f"<li>{_esc(w)}</li>" for w in profile.warnings)
     return f"""<section class="profile" id="p-{uid}"><h2>{_esc(name)}</h2>
-<p>{_esc(profile.path)} — {profile.complete_count:,} complete events over a {fmt_time(profile.window_ns)} window.</p>
+<p>{_esc(profile.path)} — {profile.events:,} complete events over a {fmt_time(profile.window_ns)} window.</p>
 {timeline(profile, span, uid)}
 <div class="side">{busy_chart}{idle_histogram(profile)}</div>
 <h3>Lanes</h3>{html_table(lanes_frame(profile), "lanes")}
@@ -291,19 +299,19 @@ def profile_section(profile: Profile, name: str, span: int, uid: str) -> str:
 
 
 def render(analysis: Analysis, title: str | None = None) -> str:
-    """The whole report as one HTML document; several profiles share one time scale so their timelines compare at a glance."""
-    names = variant_names(analysis.profiles, analysis.root)
-    span = max((p.window_ns for p in analysis.profiles), default=1) or 1
+    """The whole report as one HTML document; several traces share one time scale so their timelines compare at a glance."""
+    names = variant_names(analysis.summaries, analysis.root)
+    span = max((p.window_ns for p in analysis.summaries), default=1) or 1
     title = title or f"ntrace report: {analysis.root}"
-    parts = [_comparison(analysis, names)] if len(analysis.profiles) > 1 else []
-    parts += [profile_section(p, n, span, str(i)) for i, (p, n) in enumerate(zip(analysis.profiles, names))]
+    parts = [_comparison(analysis, names)] if len(analysis.summaries) > 1 else []
+    parts += [profile_section(p, n, span, str(i)) for i, (p, n) in enumerate(zip(analysis.summaries, names))]
     parts.append(_artifacts(analysis))
     run_warnings = "".join(f"<li>{_esc(w)}</li>" for w in analysis.warnings)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="generator" content="ntrace">
 <title>{_esc(title)}</title><style>{CSS}</style></head>
 <body><h1>{_esc(title)}</h1>
-<p class="note">{len(analysis.profiles)} trace(s). Lanes top to bottom as Neuron Explorer draws them: framework (framework/TID), device (framework/Stream),
+<p class="note">{len(analysis.summaries)} trace(s). Lanes top to bottom as Neuron Explorer draws them: framework (framework/TID), device (framework/Stream),
 runtime_api (neuron_rt), hardware (neuron_hw), then other. Timelines share one time scale.</p>
 {f'<ul class="warn">{run_warnings}</ul>' if run_warnings else ""}
 {"".join(parts)}
@@ -313,7 +321,11 @@ runtime_api (neuron_rt), hardware (neuron_hw), then other. Timelines share one t
 
 
 def write_report(analysis: Analysis, out: str | Path, title: str | None = None) -> Path:
-    """Render the report and write it to `out` atomically; returns the path."""
-    from ntrace.output import write_text
-
+    """Render the report of an analysis made with timelines (workflows.analyze(…, timeline=True)) and write it to `out` atomically; returns the path."""
     return write_text(out, render(analysis, title))
+
+
+def report(path: str | Path, out: str | Path, *, title: str | None = None, jobs: int = 1) -> tuple[Analysis, Path]:
+    """Analyze every trace under `path` with what its timeline draws and write the report to `out` atomically; returns the analysis and the file written."""
+    result = analyze(path, jobs=jobs, timeline=True)
+    return result, write_report(result, out, title)

@@ -1,19 +1,23 @@
-"""The JSON renderer: the stable `ntrace.analysis/1` contract, built from a Profile's frames."""
+"""The JSON renderer: the stable contracts other tooling reads (`ntrace.analysis/1`, `ntrace.compare/1`, `ntrace.diff/1`, `ntrace.artifacts/1`), µs as floats."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import orjson
 import polars as pl
 
-from ntrace.analysis import Analysis
-from ntrace.profile import Profile
-from ntrace.render.artifacts import session_dict
-from ntrace.render.ops import findings_dicts, ops_dicts
-from ntrace.render.units import us
+from ntrace.analyses.ops import OpView, op_table
+from ntrace.neuron.artifacts import Session
+from ntrace.summary import Summary
+from ntrace.units import us
+from ntrace.workflows.analyze import Analysis
+from ntrace.workflows.diff import Diff
 
 SCHEMA = "ntrace.analysis/1"
+COMPARE_SCHEMA = "ntrace.compare/1"
+DIFF_SCHEMA = "ntrace.diff/1"
+ARTIFACTS_SCHEMA = "ntrace.artifacts/1"
 
 
 def _gap(stats: dict[str, Any]) -> dict[str, Any]:
@@ -27,11 +31,11 @@ def _gap(stats: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def profile_dict(profile: Profile) -> dict[str, Any]:
-    """One profile as a JSON-ready dict (µs floats); every number comes from the profile's frames."""
-    cats = profile.categories
+def summary_dict(summary: Summary, session: Session | None, view: OpView = OpView()) -> dict[str, Any]:
+    """One trace as a JSON-ready dict (µs floats); every number comes from its summary's frames."""
+    cats = summary.categories
     lanes = []
-    for row in profile.lanes.iter_rows(named=True):
+    for row in summary.lanes.iter_rows(named=True):
         mine = cats.filter(pl.col("lane") == row["lane"])
         lanes.append(
             {
@@ -43,21 +47,21 @@ def profile_dict(profile: Profile) -> dict[str, Any]:
                 "categories": dict(zip(mine["category"].to_list(), mine["events"].to_list())),
             }
         )
-    gaps = {row["kind"]: _gap(row) for row in profile.gaps.iter_rows(named=True)}
-    busy = [c.removesuffix("_busy") for c in profile.steps.columns if c.endswith("_busy")]  # the lanes with a busy column, in column order
+    gaps = {row["kind"]: _gap(row) for row in summary.gaps.iter_rows(named=True)}
+    busy = [c.removesuffix("_busy") for c in summary.steps.columns if c.endswith("_busy")]  # the lanes with a busy column, in column order
     return {
-        "trace": str(profile.path),
-        "variant": profile.variant,
-        "events": profile.complete_count,
-        "window_us": us(profile.window_ns),
+        "trace": str(summary.path),
+        "variant": summary.variant,
+        "events": summary.events,
+        "window_us": us(summary.window_ns),
         "lanes": lanes,
         "tracks": [
             {"lane": r["lane"], "track": r["track"], "events": r["events"], "total_us": us(r["total"]), "busy_us": us(r["busy"])}
-            for r in profile.tracks.iter_rows(named=True)
+            for r in summary.tracks.iter_rows(named=True)
         ],
         "hardware_tracks": [
             {"track": r["track"], "busy_us": us(r["busy"]), "idle_us": us(r["idle"]), "span_us": us(r["span"]), "gaps": r["gaps"]}
-            for r in profile.hardware_tracks.iter_rows(named=True)
+            for r in summary.hardware_tracks.iter_rows(named=True)
         ],
         "gaps": gaps,
         "steps": [
@@ -69,22 +73,154 @@ def profile_dict(profile: Profile) -> dict[str, Any]:
                 "hardware_events": r["hardware_events"],
                 "hardware_idle_us": us(r["hardware_idle"]),
             }
-            for r in profile.steps.iter_rows(named=True)
+            for r in summary.steps.iter_rows(named=True)
         ],
-        "device": profile.device,
-        "ops": ops_dicts(profile),
-        "findings": findings_dicts(profile),
-        "warnings": list(profile.warnings),
-        "artifacts": session_dict(profile.artifacts) if profile.artifacts else None,
+        "device": summary.device,
+        "ops": ops_dicts(op_table(summary.op_groups, summary.hardware_ns, view)),
+        "findings": findings_dicts(summary),
+        "warnings": list(summary.warnings),
+        "artifacts": session_dict(session) if session else None,
     }
 
 
-def render(analysis: Analysis) -> str:
+def analysis(result: Analysis, view: OpView = OpView()) -> str:
     """The whole analysis as one JSON object (schema `ntrace.analysis/1`)."""
     doc = {
         "schema": SCHEMA,
-        "profiles": [profile_dict(p) for p in analysis.profiles],
-        "artifacts": [{"dir": str(s.dir), **session_dict(s)} for s in analysis.artifacts],
-        "warnings": analysis.all_warnings,
+        "profiles": [summary_dict(s, session, view) for s, session in result],
+        "artifacts": [{"dir": str(s.dir), **session_dict(s)} for s in result.artifacts],
+        "warnings": result.all_warnings,
     }
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+
+
+def ops_dicts(ops: pl.DataFrame) -> list[dict[str, Any]]:
+    """The `ops` array of the analyze JSON (µs floats), from an op table view."""
+    extra = ["input_dims"] if "input_dims" in ops.columns else []
+    return [
+        {
+            "name": r["name"],
+            **{k: r[k] for k in extra},
+            "calls": r["calls"],
+            "self_cpu_us": us(r["self_cpu"]),
+            "cpu_total_us": us(r["cpu_total"]),
+            "cpu_avg_us": us(r["cpu_avg"]),
+            "self_device_us": us(r["self_device"]),
+            "device_total_us": us(r["device_total"]),
+            "device_avg_us": us(r["device_avg"]),
+            "device_pct": r["device_pct"],
+        }
+        for r in ops.iter_rows(named=True)
+    ]
+
+
+def findings_dicts(summary: Summary) -> list[dict[str, Any]]:
+    """The `findings` array of the analyze JSON: kind, subject, summary, time_us and the events (idx, name, ts_us, dur_us)."""
+    found = summary.findings.with_columns(
+        pl.col("events").list.eval(pl.struct(pl.element().struct.field("idx"), pl.element().struct.field("name"),
+                                             (pl.element().struct.field("ts") / 1000).alias("ts_us"),
+                                             (pl.element().struct.field("dur") / 1000).alias("dur_us")))
+    )
+    return [
+        {"kind": r["kind"], "subject": r["subject"], "summary": r["summary"], "time_us": us(r["time"]), "events": r["events"]}
+        for r in found.iter_rows(named=True)
+    ]
+
+
+def compare(frame: pl.DataFrame) -> str:
+    """`{"schema": "ntrace.compare/1", "variants": [{name, device_us, self_cpu_us, device_op_calls, gap_us, speedup, …}]}`."""
+    doc = {
+        "schema": COMPARE_SCHEMA,
+        "variants": [
+            {
+                "name": r["name"],
+                "device_us": us(r["device"]),
+                "self_cpu_us": us(r["self_cpu"]),
+                "device_op_calls": r["device_op_calls"],
+                "gap_us": us(r["gap"]),
+                "speedup": r["speedup"],
+                "device": r["device_name"],
+                "path": r["path"],
+                "traces": r["traces"],
+            }
+            for r in frame.iter_rows(named=True)
+        ],
+    }
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+
+
+def _us(ns: int | None) -> float | None:
+    """µs for JSON, keeping "absent on this side" as null."""
+    return None if ns is None else us(ns)
+
+
+def diff_dict(d: Diff) -> dict[str, Any]:
+    """The diff as a JSON-ready dict (µs floats)."""
+    return {
+        "schema": DIFF_SCHEMA,
+        "base": str(d.base),
+        "test": str(d.test),
+        "threshold_pct": d.threshold,
+        "device_us": {"base": us(d.base_device), "test": us(d.test_device)},
+        "device_change_pct": d.device_change_pct,
+        "ops": [
+            {
+                "name": r["name"],
+                "status_device": r["status_device"],
+                "status_cpu": r["status_cpu"],
+                "calls": {"base": r["base_calls"], "test": r["test_calls"]},
+                "self_device_us": {"base": _us(r["base_self_device"]), "test": _us(r["test_self_device"])},
+                "self_device_change_pct": r["self_device_change_pct"],
+                "self_cpu_us": {"base": _us(r["base_self_cpu"]), "test": _us(r["test_self_cpu"])},
+                "self_cpu_change_pct": r["self_cpu_change_pct"],
+            }
+            for r in d.ops.iter_rows(named=True)
+        ],
+        "lanes": [
+            {"lane": r["lane"], "total_us": {"base": us(r["base_total"]), "test": us(r["test_total"])}, "busy_us": {"base": us(r["base_busy"]), "test": us(r["test_busy"])}}
+            for r in d.lanes.iter_rows(named=True)
+        ],
+        "gaps": {
+            kind: {
+                (r["stat"] if r["stat"] == "count" else f"{r['stat']}_us"): {s: (r[s] if r["stat"] == "count" else us(r[s])) for s in ("base", "test")}
+                for r in d.gaps.iter_rows(named=True)
+                if r["kind"] == kind
+            }
+            for kind in d.gaps["kind"].unique(maintain_order=True).to_list()
+        },
+    }
+
+
+def diff(d: Diff) -> str:
+    """The diff as one JSON object (schema `ntrace.diff/1`)."""
+    return orjson.dumps(diff_dict(d), option=orjson.OPT_INDENT_2).decode()
+
+
+def session_dict(session: Session) -> dict[str, Any]:
+    """The `artifacts` object of the analyze JSON: session, neff, ntff, pairs, unpaired."""
+    return {
+        "session": {"instance": session.instance, "pid": session.pid, "timestamp": session.timestamp},
+        "neff": [
+            {
+                "path": r["path"], "hash": r["hash"], "name": r["neff_name"], "uuid": r["uuid"], "neff_version": r["neff_version"],
+                "data_size": r["data_size"], "members": r["members"], "valid": r["valid"], "problem": r["problem"],
+            }
+            for r in session.neffs.iter_rows(named=True)
+        ],
+        "ntff": [{"path": r["path"], "hash": r["hash"], "core": r["core"], "size": r["size"]} for r in session.ntffs.iter_rows(named=True)],
+        "pairs": session.pairs.to_dicts(),
+        "unpaired": session.unpaired.to_dicts(),
+    }
+
+
+def artifacts(sessions: Sequence[Session]) -> str:
+    """Every session as one JSON object (schema `ntrace.artifacts/1`), with its directory, traces and .pb files too."""
+    doc = {
+        "schema": ARTIFACTS_SCHEMA,
+        "sessions": [
+            {"dir": str(s.dir), "traces": [str(t) for t in s.traces], **session_dict(s), "pb": s.pbs.to_dicts()} for s in sessions
+        ],
+    }
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+
+

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Sequence
 
 import polars as pl
 
-from ntrace.analysis import Analysis
-from ntrace.profile import Profile
+from ntrace.analyses.ops import OpView
+from ntrace.neuron.artifacts import Session
 from ntrace.render.tables import (
     artifact_files_frame, cell, compare_frame, diff_gaps_frame, diff_lanes_frame, diff_ops_frame, gaps_frame, hardware_tracks_frame, header,
     lanes_frame, ops_frame, steps_frame, summary_frame, variant_names,
 )
-from ntrace.render.units import fmt_time
-
-if TYPE_CHECKING:
-    from ntrace.artifacts import Session
-    from ntrace.diff import Diff
+from ntrace.summary import Summary
+from ntrace.units import fmt_time
+from ntrace.workflows.analyze import Analysis
+from ntrace.workflows.diff import Diff
 
 _ESCAPES = str.maketrans({"|": "\\|", "\n": " ", "\r": " "})
 
@@ -30,9 +29,9 @@ def frame_table(frame: pl.DataFrame) -> str:
     return "\n".join([head, rule, *body])
 
 
-def profile_markdown(profile: Profile, name: str) -> str:
-    """One profile's section: lanes, hardware tracks, dispatch gaps, steps."""
-    out = [f"### {name}".translate(_ESCAPES), "", f"{profile.complete_count:,} complete events over a {fmt_time(profile.window_ns)} window.", ""]
+def summary_markdown(profile: Summary, name: str, view: OpView = OpView()) -> str:
+    """One trace's section: lanes, hardware tracks, dispatch gaps, steps, the op table in `view`."""
+    out = [f"### {name}".translate(_ESCAPES), "", f"{profile.events:,} complete events over a {fmt_time(profile.window_ns)} window.", ""]
     out += ["**Lanes**", "", frame_table(lanes_frame(profile)), ""]
     hw = hardware_tracks_frame(profile)
     if hw.height:
@@ -40,8 +39,8 @@ def profile_markdown(profile: Profile, name: str) -> str:
     out += ["**Dispatch gaps**", "", frame_table(gaps_frame(profile)), ""]
     if profile.steps.height:
         out += ["**Profiler steps** (busy per lane inside each step)", "", frame_table(steps_frame(profile)), ""]
-    ops = ops_frame(profile)
-    if ops is not None and ops.height:
+    ops = ops_frame(profile, view)
+    if ops.height:
         out += ["**Operators** (torch key_averages() columns, computed from the trace)", "", frame_table(ops), ""]
     return "\n".join(out)
 
@@ -52,19 +51,19 @@ def _summary_columns(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.select(c for c in keep if c in frame.columns)
 
 
-def render(analysis: Analysis) -> str:
+def analysis(result: Analysis, view: OpView = OpView()) -> str:
     """The analysis as Markdown: a summary table when there are several traces, then one section per trace, then warnings."""
-    parts = [f"## ntrace analysis of `{analysis.root}`", ""]
-    if len(analysis.profiles) > 1:
-        parts += ["**Summary** (one row per trace)", "", frame_table(_summary_columns(summary_frame(analysis))), ""]
-    parts += [profile_markdown(p, n) for p, n in zip(analysis.profiles, variant_names(analysis.profiles, analysis.root))]
-    warnings = analysis.all_warnings
+    parts = [f"## ntrace analysis of `{result.root}`", ""]
+    if len(result.summaries) > 1:
+        parts += ["**Summary** (one row per trace)", "", frame_table(_summary_columns(summary_frame(result))), ""]
+    parts += [summary_markdown(p, n, view) for p, n in zip(result.summaries, variant_names(result.summaries, result.root))]
+    warnings = result.all_warnings
     if warnings:
         parts += ["**Warnings**", "", *(f"- {w}".translate(_ESCAPES) for w in warnings), ""]
     return "\n".join(parts)
 
 
-def render_compare(frame: pl.DataFrame) -> str:
+def compare(frame: pl.DataFrame) -> str:
     """A variant comparison as a Markdown table, with what each column means."""
     return "\n".join(
         [
@@ -76,7 +75,7 @@ def render_compare(frame: pl.DataFrame) -> str:
     )
 
 
-def render_diff(d: "Diff") -> str:
+def diff(d: Diff) -> str:
     """A diff as Markdown: the device-time headline, then ops, lanes and gaps before and after."""
     change = "-" if d.device_change_pct is None else f"{d.device_change_pct:+.1f}%"
     return "\n".join(
@@ -99,7 +98,7 @@ def render_diff(d: "Diff") -> str:
     )
 
 
-def render_artifacts(sessions: list["Session"]) -> str:
+def artifacts(sessions: Sequence[Session]) -> str:
     """Artifact sessions as Markdown: one table of files per session."""
     files = artifact_files_frame(sessions)
     parts = []

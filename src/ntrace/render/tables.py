@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Sequence
 
 import polars as pl
 
-from ntrace.analysis import Analysis
+from ntrace.analyses.ops import OpView, op_table
 from ntrace.lanes import LANES
-from ntrace.profile import Profile
-from ntrace.render.units import fmt_pct, fmt_time
-
-if TYPE_CHECKING:
-    from ntrace.artifacts import Session
-    from ntrace.diff import Diff
+from ntrace.neuron.artifacts import Session
+from ntrace.summary import Summary
+from ntrace.units import fmt_pct, fmt_time
+from ntrace.workflows.analyze import Analysis
+from ntrace.workflows.diff import Diff
 
 _NS_TO_US = 1000.0
 
@@ -24,7 +23,7 @@ def to_us(*columns: str) -> list[pl.Expr]:
     return [(pl.col(c) / _NS_TO_US).round(3).alias(f"{c}_us") for c in columns]
 
 
-def variant_names(profiles: list[Profile], root: Path) -> list[str]:
+def variant_names(profiles: Sequence[Summary], root: Path) -> list[str]:
     """Short names for profiles found under `root`: their capture manifests' variants when those are unique, else the
     first directory under root when those are (fixtures/rmsnorm/naive/…/trace.json → "naive"), else the path relative to root."""
     named = [p.variant for p in profiles]
@@ -67,43 +66,41 @@ def header(column: str) -> str:
     return "% window" if name == "share" else name.replace("_", " ") + (" %" if column.endswith("_pct") else "")
 
 
-def ops_frame(profile: Profile) -> pl.DataFrame | None:
-    """The per-op table (torch key_averages() columns) with times as `*_us`, or None when this Profile has no op table."""
-    ops = getattr(profile, "ops", None)
-    if ops is None:
-        return None
+def ops_frame(summary: Summary, view: OpView = OpView()) -> pl.DataFrame:
+    """The per-op table (torch key_averages() columns) in a view, with times as `*_us`."""
+    ops = op_table(summary.op_groups, summary.hardware_ns, view)
     times = [c for c, t in ops.schema.items() if t.is_integer() and c not in ("calls", "events") and not c.endswith("_pct")]
     return ops.select(to_us(c)[0] if c in times else pl.col(c) for c in ops.columns)
 
 
-def lanes_frame(profile: Profile) -> pl.DataFrame:
+def lanes_frame(profile: Summary) -> pl.DataFrame:
     """Per lane: events, total_us, busy_us, share of the window."""
     return profile.lanes.select("lane", "events", *to_us("total", "busy"), "share")
 
 
-def tracks_frame(profile: Profile) -> pl.DataFrame:
+def tracks_frame(profile: Summary) -> pl.DataFrame:
     """Per (lane, track): events, total_us, busy_us, idle_us, gaps."""
     return profile.tracks.select("lane", "track", "events", *to_us("total", "busy", "idle"), "gaps")
 
 
-def hardware_tracks_frame(profile: Profile) -> pl.DataFrame:
+def hardware_tracks_frame(profile: Summary) -> pl.DataFrame:
     """The hardware lane's rows of tracks_frame, without the lane column."""
     return tracks_frame(profile).filter(pl.col("lane") == "hardware").drop("lane")
 
 
-def gaps_frame(profile: Profile) -> pl.DataFrame:
+def gaps_frame(profile: Summary) -> pl.DataFrame:
     """Per gap kind: count, total, p50, p90, max (µs) and share of the window."""
     return profile.gaps.select("kind", "count", *to_us("total", "p50", "p90", "max"), "share")
 
 
-def steps_frame(profile: Profile) -> pl.DataFrame:
+def steps_frame(profile: Summary) -> pl.DataFrame:
     """Per profiler step: duration, busy per lane and hardware idle (µs)."""
     return profile.steps.select("name", *to_us("dur", *(f"{lane}_busy" for lane in LANES), "hardware_idle"), "hardware_events")
 
 
-def summary_row(profile: Profile, name: str) -> dict[str, object]:
-    """One profile as one flat row: window, busy and events per lane, both gap kinds' statistics."""
-    row: dict[str, object] = {"trace": name, "events": profile.complete_count, "window_us": round(profile.window_ns / _NS_TO_US, 3)}
+def summary_row(profile: Summary, name: str) -> dict[str, object]:
+    """One trace as one flat row: window, busy and events per lane, both gap kinds' statistics."""
+    row: dict[str, object] = {"trace": name, "events": profile.events, "window_us": round(profile.window_ns / _NS_TO_US, 3)}
     for r in profile.lanes.iter_rows(named=True):
         row[f"{r['lane']}_events"] = r["events"]
         row[f"{r['lane']}_busy_us"] = round(r["busy"] / _NS_TO_US, 3)
@@ -117,9 +114,9 @@ def summary_row(profile: Profile, name: str) -> dict[str, object]:
 
 
 def summary_frame(analysis: Analysis) -> pl.DataFrame:
-    """One row per profile (see summary_row), named relative to the analyzed path."""
-    names = variant_names(analysis.profiles, analysis.root)
-    return pl.DataFrame([summary_row(p, name) for p, name in zip(analysis.profiles, names)])
+    """One row per trace (see summary_row), named relative to the analyzed path."""
+    names = variant_names(analysis.summaries, analysis.root)
+    return pl.DataFrame([summary_row(p, name) for p, name in zip(analysis.summaries, names)])
 
 
 def compare_frame(frame: pl.DataFrame) -> pl.DataFrame:
@@ -130,7 +127,7 @@ def compare_frame(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def diff_ops_frame(d: "Diff") -> pl.DataFrame:
+def diff_ops_frame(d: Diff) -> pl.DataFrame:
     """A diff's per-op rows for display: statuses, calls, self device and self CPU before/after (µs) and their change (%)."""
     times = ["base_self_device", "test_self_device", "base_self_cpu", "test_self_cpu"]
     return d.ops.select(
@@ -138,12 +135,12 @@ def diff_ops_frame(d: "Diff") -> pl.DataFrame:
     )
 
 
-def diff_lanes_frame(d: "Diff") -> pl.DataFrame:
+def diff_lanes_frame(d: Diff) -> pl.DataFrame:
     """A diff's lane totals, base and test side by side (µs)."""
     return d.lanes.select("lane", *to_us("base_total", "test_total", "base_busy", "test_busy"))
 
 
-def diff_gaps_frame(d: "Diff") -> pl.DataFrame:
+def diff_gaps_frame(d: Diff) -> pl.DataFrame:
     """A diff's gap statistics as one row per gap kind: count, total, p50, max, base and test side by side."""
     wide = d.gaps.pivot(on="stat", index="kind", values=["base", "test"])
     cols = [pl.col(f"{side}_count") for side in ("base", "test")]
@@ -151,7 +148,7 @@ def diff_gaps_frame(d: "Diff") -> pl.DataFrame:
     return wide.select("kind", *cols)
 
 
-def artifact_files_frame(sessions: list["Session"]) -> pl.DataFrame:
+def artifact_files_frame(sessions: Sequence[Session]) -> pl.DataFrame:
     """Every NEFF, NTFF and .pb file of the sessions, one row each: kind, size, hash, validity, what it pairs with and why, any problem."""
     frames = []
     for s in sessions:

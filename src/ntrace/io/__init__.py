@@ -1,0 +1,34 @@
+"""Stage 1 of the data's way — find and read: trace files under a path, each read within limits into an immutable Trace.
+
+- `discover`: which files under a path are framework traces;
+- `files`: reading a file without trusting it (regular files, memory limits, gzip with a ceiling);
+- `kineto` (private package): the Kineto/Chrome trace JSON decoder;
+- `explorer`: Neuron Explorer's Parquet export of a system profile;
+- `cache`: ntrace's own Parquet cache (events plus the Summary computed from them);
+- `manifest`: the capture manifest (`capture.json`) beside a capture;
+- `atomic` and `progress`: writing files whole, reporting how far a read is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    from ntrace.trace import Trace
+
+
+def read_trace(path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] | None = None, max_events: int | None = None) -> Trace:
+    """The Trace of one file: Kineto JSON (plain or gzip), an ntrace Parquet cache, or a Neuron Explorer Parquet export.
+
+    `fast=False` forces the plain JSON decoder, `lanes` adds category → lane rows, `max_events`
+    keeps only a JSON trace's first events. The readers are imported here, so importing a module
+    of this package (the CLI imports `progress`) does not import the decoders.
+    """
+    from ntrace.io.cache import is_cache, read_cache_trace
+    from ntrace.io.explorer import read_explorer_trace
+    from ntrace.io.kineto import read_kineto
+
+    if Path(path).suffix.lower() == ".parquet":
+        return read_cache_trace(path, lanes) if is_cache(path) else read_explorer_trace(path)
+    return read_kineto(path, fast=fast, max_events=max_events, lanes=lanes)

@@ -1,0 +1,98 @@
+"""The ntrace Parquet cache: one trace's classified events written once, with the Summary computed from them, read back without decoding JSON.
+
+One file per trace. Columns are `ntrace.trace.EVENT_COLUMNS` (lane and side as plain text), so
+any Parquet engine (Polars' streaming engine, DuckDB, Spark) can query a multi-rank set; the
+trace's source path, metadata, variant and read warnings sit in the file's key-value metadata
+under `ntrace.events`, so a Trace read back is the one that was written. The Summary computed at
+convert time is stored beside them under `ntrace.summary` (ntrace.summary.Summary.to_bytes):
+reading it costs a few small frames, and it is reused only by the analysis code that wrote it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Mapping, TypeVar
+
+import orjson
+import polars as pl
+
+from ntrace.errors import InputError, OutputError, TraceFormatError
+from ntrace.io.atomic import atomic_open
+from ntrace.lanes import LANES, classify, lane_table
+from ntrace.summary import Summary
+from ntrace.trace import EVENT_COLUMNS, Trace
+
+#: Key of the file metadata that marks an ntrace events file and holds its provenance.
+META_KEY = "ntrace.events"
+#: Layout of the events and provenance; files of another version are converted again.
+FORMAT_VERSION = 2
+#: Key of the file metadata that holds the Summary computed at convert time.
+SUMMARY_KEY = "ntrace.summary"
+
+T = TypeVar("T")
+
+_SCHEMA = pl.Schema({**EVENT_COLUMNS, "lane": pl.String()})
+
+
+def write_cache(trace: Trace, out: str | Path, summary: Summary | None = None) -> Path:
+    """Write the trace's events (and its summary, when given) to `out` atomically; returns the path."""
+    out = Path(out)
+    provenance = {"version": FORMAT_VERSION, "source": str(trace.path), "meta": trace.meta, "warnings": list(trace.warnings), "variant": trace.variant}
+    metadata = {META_KEY: orjson.dumps(provenance, default=str).decode()}
+    if summary is not None:
+        metadata[SUMMARY_KEY] = summary.to_bytes().decode()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(out, f"cannot be written ({exc.strerror or exc})") from None
+    with atomic_open(out) as fh:
+        trace.events.select(pl.col(c).cast(t) for c, t in _SCHEMA.items()).write_parquet(fh, compression="zstd", statistics=True, metadata=metadata)
+    return out
+
+
+def is_cache(path: str | Path) -> bool:
+    """True when `path` is a Parquet file that ntrace itself wrote (it carries the `ntrace.events` metadata)."""
+    try:
+        return META_KEY in pl.read_parquet_metadata(path)
+    except (OSError, pl.exceptions.PolarsError):
+        return False
+
+
+def read_cache_summary(path: str | Path) -> Summary | None:
+    """The Summary stored in an ntrace Parquet file, or None when there is none or it was computed by other analysis code."""
+    metadata = _read(Path(path), pl.read_parquet_metadata)
+    _provenance(Path(path), metadata)
+    return Summary.from_bytes(metadata[SUMMARY_KEY]) if SUMMARY_KEY in metadata else None
+
+
+def read_cache_trace(path: str | Path, lanes: Mapping[str, str] | None = None) -> Trace:
+    """The Trace stored in an ntrace Parquet file; `lanes` re-classifies its events with extra category → lane rows."""
+    path = Path(path)
+    provenance = _provenance(path, _read(path, pl.read_parquet_metadata))
+    events = _read(path, lambda p: pl.read_parquet(p, columns=list(_SCHEMA)))
+    events = events.cast(_SCHEMA).with_columns(pl.col("lane").cast(pl.Enum(LANES)))
+    if lanes:
+        events = classify(events.drop("lane", "side"), lane_table(lanes))
+    return Trace(Path(provenance["source"]), events, provenance["meta"], tuple(provenance["warnings"]), provenance.get("variant"))
+
+
+def _provenance(path: Path, metadata: dict[str, str]) -> dict[str, Any]:
+    """The `ntrace.events` record of a file's metadata, checked to be this format's."""
+    try:
+        provenance = orjson.loads(metadata[META_KEY])
+    except (KeyError, orjson.JSONDecodeError):
+        raise TraceFormatError(path, f"is not an ntrace events file (no valid {META_KEY} metadata)") from None
+    if not isinstance(provenance, dict) or provenance.get("version") != FORMAT_VERSION:
+        version = provenance.get("version") if isinstance(provenance, dict) else None
+        raise TraceFormatError(path, f"was written by another ntrace version (format {version}); convert it again")
+    return provenance
+
+
+def _read(path: Path, reader: Callable[[Path], T]) -> T:
+    """`reader(path)`, with a missing or unreadable file as the one-line error naming it."""
+    try:
+        return reader(path)
+    except FileNotFoundError:
+        raise InputError(path, "does not exist") from None
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise TraceFormatError(path, f"is not a readable ntrace Parquet file ({str(exc).splitlines()[0]})") from None

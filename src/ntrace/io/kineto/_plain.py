@@ -1,0 +1,74 @@
+"""The tolerant fallback: a trace decoded by orjson into Python dicts, every value coerced one by one (numbers given as text, odd types) instead of failing.
+
+It gives the columns the fast path gives (_frame builds the same frame from either), at the cost
+of a Python object per value: used only when the fast path cannot read a file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ntrace.errors import TraceFormatError
+
+Num = int | float | str | None
+
+_ARG_KEYS = {
+    "external_id": "External id",
+    "correlation": "correlation",
+    "stream": "stream",
+    "device": "device",
+    "sequence": "Sequence number",
+}
+
+
+def columns(doc: Any, path: Path, warnings: list[str]) -> tuple[dict[str, list[Any]], dict[str, Any]]:
+    """Columns and metadata out of orjson's dicts, coercing odd value types instead of failing."""
+    evs: Any
+    meta: dict[str, Any]
+    if isinstance(doc, list):
+        evs, meta = doc, {}
+    elif isinstance(doc, dict):
+        evs = doc.get("traceEvents")
+        meta = {k: doc.get(k) for k in ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "traceName", "schemaVersion")}
+        meta["has_traceEvents"] = isinstance(evs, list)
+        if not isinstance(evs, list):
+            evs = []
+    else:
+        raise TraceFormatError(path, f"top level is a JSON {type(doc).__name__}, expected an object with traceEvents or an array")
+    listed = len(evs)
+    evs = [e for e in evs if isinstance(e, dict)]
+    if len(evs) < listed:
+        warnings.append(f"{path}: {listed - len(evs)} entries of traceEvents are not JSON objects; they were left out")
+    args = [a if isinstance(a := e.get("args"), dict) else {} for e in evs]
+    cols: dict[str, list[Any]] = {
+        "ph": [_text(e.get("ph")) or "" for e in evs],
+        "cat": [_text(e.get("cat")) for e in evs],
+        "name": [_text(e.get("name")) for e in evs],
+        "pid": [_scalar(e.get("pid")) for e in evs],
+        "tid": [_scalar(e.get("tid")) for e in evs],
+        "ts": [_scalar(e.get("ts")) for e in evs],
+        "dur": [_scalar(e.get("dur")) for e in evs],
+        "flow_id": [_scalar(e.get("id")) for e in evs],
+        "flow_bp": [_text(e.get("bp")) for e in evs],
+        "input_dims": [orjson.dumps(a["Input Dims"]) if "Input Dims" in a else None for a in args],
+    }
+    for col, key in _ARG_KEYS.items():
+        cols[col] = [_scalar(a.get(key)) for a in args]
+    return cols, meta
+
+
+def _text(value: Any) -> str | None:
+    """A string field as text; other JSON values as their JSON text, so nothing is lost."""
+    if value is None or isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode()
+
+
+def _scalar(value: Any) -> Num:
+    """A numeric-ish field: numbers and strings kept, anything else (lists, objects, bools) dropped."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    return value

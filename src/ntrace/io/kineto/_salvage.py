@@ -1,0 +1,130 @@
+"""Save what can be saved from damaged trace JSON: bytes that are not UTF-8, NaN/Infinity literals, a file cut off mid-write.
+
+Each repair leaves a warning naming the file and what was done. A trace cut off mid-write (a
+crashed or killed profiler, a full disk, a half-done copy) is closed after its last complete
+event: the bytes up to some `}` are kept and the open `traceEvents` array and top-level object
+are closed, trying `}` positions from the end until the result parses; the repaired text is then
+decoded by the fast decoders like any other.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ntrace.errors import TraceFormatError
+from ntrace.io.files import PLAIN_DECODE_FACTOR, check_fits
+
+#: How many `}` positions from the end are tried before a cut-off file is given up as unsalvageable.
+_TRIES = 64
+#: Where an event object starts in Kineto's writing (`"ph"` is its first key): used to cut at --max-events.
+_EVENT_START = re.compile(rb'[\[,]\s*\{\s*"ph"\s*:')
+#: Checks JSON syntax and finds the top level's values without building them (memory stays flat).
+_SKIM = msgspec.json.Decoder(dict[str, msgspec.Raw] | list[msgspec.Raw])
+_EVENTS = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def repair_json(raw: bytes, path: Path, warnings: list[str]) -> bytes | Any:
+    """Repair JSON text the fast decoders rejected; raise TraceFormatError when nothing can be saved.
+
+    Returns repaired text (bytes) when bytes that are not UTF-8 were replaced or a cut-off file was
+    closed, to be decoded the usual way; for text that needed neither (NaN, Infinity, numbers
+    beyond the double range, which no fast decoder reads), the document parsed by Python's json.
+    Warnings about repairs are added only when the repair succeeds: garbage gets one error.
+    """
+    notes: list[str] = []
+    text = _valid_utf8(raw, path, notes)
+    problem = None
+    try:
+        _SKIM.decode(text)
+    except msgspec.ValidationError:
+        pass  # valid JSON of another shape: the decoders say what is wrong with it
+    except (msgspec.DecodeError, RecursionError) as exc:
+        if str(exc).startswith("Input data was truncated"):
+            text = _close_cut_off(text, path, notes)
+        else:
+            problem = exc
+    if problem is None and text is not raw:
+        warnings.extend(notes)
+        return text
+    check_fits(path, len(text), factor=PLAIN_DECODE_FACTOR)
+    doc = _nonstandard_json(text)
+    if doc is None:
+        raise TraceFormatError(path, f"is not valid JSON ({problem or 'rejected by every JSON decoder'}); is it a Chrome/Kineto trace?")
+    warnings.extend(notes)
+    warnings.append(f"{path}: uses non-standard JSON numbers (NaN, Infinity, or beyond the double range); read them as non-finite")
+    return doc
+
+
+def keep_first_events(raw: bytes, n: int, path: Path, warnings: list[str]) -> bytes:
+    """The trace's JSON cut after its first `n` events and closed again, so only they are decoded (for --max-events).
+
+    Returns `raw` unchanged when it holds no more than `n` events or is not laid out the way
+    Kineto writes (events starting with `"ph"`); the caller then trims after decoding.
+    """
+    starts = _EVENT_START.finditer(raw)
+    for i, match in enumerate(starts):
+        if i == n:
+            total = raw.count(b'"ph"')
+            warnings.append(f"{path}: --max-events {n}: analyzed the first {n:,} of about {total:,} events")
+            return raw[: match.start()] + _closer(raw)
+    return raw
+
+
+def _valid_utf8(raw: bytes, path: Path, warnings: list[str]) -> bytes:
+    """`raw` with every byte that is not UTF-8 replaced by U+FFFD, warning with the count."""
+    try:
+        raw.decode()
+        return raw
+    except UnicodeDecodeError:
+        text = raw.decode(errors="replace")
+    bad = text.count("\ufffd") - raw.count("\ufffd".encode())
+    warnings.append(f"{path}: {bad} byte sequences that are not UTF-8 (in names?) were replaced by U+FFFD")
+    return text.encode()
+
+
+def _nonstandard_json(raw: bytes) -> Any:
+    """Python's json module reads NaN, Infinity and 1e400 where orjson refuses; None when it fails too."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _closer(raw: bytes) -> bytes:
+    """What closes an open event list: `]` for the top-level array form, `]}` for the object form."""
+    return b"]" if raw.lstrip()[:1] == b"[" else b"]}"
+
+
+def _close_cut_off(raw: bytes, path: Path, warnings: list[str]) -> bytes:
+    """The text of a file cut off mid-write, closed after its last complete event (checked without building objects)."""
+    closer = _closer(raw)
+    buf = bytearray(raw)
+    end = len(raw)
+    for _ in range(_TRIES):
+        end = raw.rfind(b"}", 0, end)
+        if end < 0:
+            break
+        del buf[end + 1 :]
+        buf += closer
+        try:
+            doc = _SKIM.decode(buf)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            continue
+        events = doc if isinstance(doc, list) else doc.get("traceEvents")
+        try:
+            n = len(_EVENTS.decode(events)) if isinstance(events, msgspec.Raw) else len(events or [])
+        except msgspec.ValidationError:
+            n = 0  # traceEvents is not an array: no event was closed
+        if n:
+            warnings.append(
+                f"{path}: is cut off at byte {len(raw):,} (a profiler killed mid-write, or a copy not finished?); "
+                f"analyzed the {n:,} complete events before the cut"
+            )
+            return bytes(buf)
+        break
+    raise TraceFormatError(path, f"is cut off at byte {len(raw):,} before its first complete event; nothing to analyze")

@@ -1,0 +1,39 @@
+"""The capture manifest (`capture.json`, written by `ntrace capture` beside each variant) and how a trace finds its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+CAPTURE_FILE = "capture.json"
+CAPTURE_SCHEMA = "ntrace.capture/1"
+
+#: How far above a trace's folder a manifest may sit: <variant>/<instance>_pid_<pid>/<timestamp>/trace.json.
+_LEVELS = 3
+
+
+def find_manifest(path: str | Path) -> dict[str, Any] | None:
+    """The nearest readable capture.json with a "variant" at `path` (a folder or a trace) or a few folders above it, else None."""
+    path = Path(path).resolve()
+    start = path if path.is_dir() else path.parent
+    for where in (start, *list(start.parents)[:_LEVELS]):
+        manifest = where / CAPTURE_FILE
+        if manifest.is_file():
+            try:
+                doc = orjson.loads(manifest.read_bytes())
+            except (OSError, orjson.JSONDecodeError):
+                continue
+            if isinstance(doc, dict) and isinstance(doc.get("variant"), str) and doc["variant"]:
+                return doc
+    return None
+
+
+def variant_name(path: str | Path) -> str:
+    """The manifest's "variant" for `path`, else the folder's or trace file's own name."""
+    doc = find_manifest(path)
+    if doc is not None:
+        return str(doc["variant"])
+    path = Path(path)
+    return path.name if path.is_dir() else path.name.removesuffix(".gz").removesuffix(".json").removesuffix(".pt.trace")

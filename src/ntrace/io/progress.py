@@ -1,0 +1,51 @@
+"""Progress of long reads (bytes read, events decoded): readers report how far they are; whoever opened a sink (the CLI's progress bar) hears it.
+
+`report(stage, done, total, unit)` costs one context-variable lookup when nobody listens, so a
+library user who never asks for progress pays nothing. The CLI opens a sink around a run with
+`with reporting(sink):` and draws it with a progress-bar library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from contextvars import ContextVar
+from typing import IO, Callable, Iterator
+
+#: Called with (stage, done, total or None, unit) as a read goes on.
+Sink = Callable[[str, int, "int | None", str], None]
+
+_SINK: ContextVar[Sink | None] = ContextVar("ntrace_progress", default=None)
+
+_CHUNK = 16 << 20
+
+
+@contextlib.contextmanager
+def reporting(sink: Sink) -> Iterator[None]:
+    """Send every report made inside the block (in this context) to `sink`."""
+    token = _SINK.set(sink)
+    try:
+        yield
+    finally:
+        _SINK.reset(token)
+
+
+def report(stage: str, done: int, total: int | None = None, unit: str = "") -> None:
+    """Tell the sink (if any) how far `stage` is: e.g. report("reading trace.json", n, size, "bytes")."""
+    sink = _SINK.get()
+    if sink is not None:
+        sink(stage, done, total, unit)
+
+
+def read_all(fh: IO[bytes], total: int, stage: str) -> bytes:
+    """`fh.read()`, in 16 MiB chunks reported as bytes read; one plain read when nobody listens."""
+    if _SINK.get() is None or total <= _CHUNK:
+        return fh.read()
+    buffer = bytearray(total)  # filled in place: joining chunks would hold the file twice
+    done = 0
+    with memoryview(buffer) as view:
+        while done < total and (n := fh.readinto(view[done : done + _CHUNK])):  # type: ignore[attr-defined]  # every binary file object has readinto; IO[bytes] does not say so
+            done += n
+            report(stage, done, total, "bytes")
+    del buffer[done:]  # the file shrank while being read
+    buffer += fh.read()  # or grew
+    return buffer  # type: ignore[return-value]  # a bytearray: every consumer takes any bytes-like buffer

@@ -1,0 +1,114 @@
+"""Decode a NEFF's documented 1024-byte header and list its tarball's members; a damaged NEFF is reported, never raised.
+
+Layout (little-endian, packed) from aws-neuron-sdk neuron-runtime/explore/work-with-neff-files.rst;
+see docs/formats.md. Which bytes the header hash covers is not
+documented, so the hash is reported as read and never checked.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import tarfile
+import uuid
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: The header: pkg_version, header_size, data_size, version major, minor, build version,
+#: num_tpb, hash, uuid, name, requested_tpb_count, tpb_per_node, feature_bits, lnc_size, pad.
+HEADER = struct.Struct("<QQQQQ128sI32s16s256sI64sQI468s")
+HEADER_SIZE = 1024
+assert HEADER.size == HEADER_SIZE
+
+
+@dataclass(frozen=True)
+class Neff:
+    """What one NEFF file says about itself; `valid` is False (with `problem`) when it is truncated or inconsistent."""
+
+    path: Path
+    size: int
+    valid: bool
+    problem: str | None = None
+    pkg_version: int | None = None
+    header_size: int | None = None
+    data_size: int | None = None
+    neff_version: str | None = None  # "major.minor"
+    build_version: str | None = None
+    num_tpb: int | None = None
+    header_hash: str | None = None  # hex of the 32 hash bytes, as stored
+    uuid: str | None = None
+    name: str | None = None
+    requested_tpb_count: int | None = None
+    feature_bits: int | None = None
+    lnc_size: int | None = None
+    members: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def subgraphs(self) -> tuple[str, ...]:
+        """The `sgNN` subgraph directories of the tarball, in order."""
+        tops = (m.strip("./").split("/", 1)[0] for m in self.members)
+        return tuple(sorted({t for t in tops if t.startswith("sg") and t[2:].isdigit()}))
+
+
+def _text(raw: bytes) -> str:
+    """A NUL-padded text field as str (undecodable bytes replaced, never raised)."""
+    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+def read_neff(path: str | Path) -> Neff:
+    """Decode `path`'s header and list its tarball's members without extracting anything."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(HEADER_SIZE)
+            body = fh.read() if len(head) == HEADER_SIZE else b""
+    except OSError as exc:
+        return Neff(path, 0, False, f"cannot be read ({exc.strerror or exc})")
+    if len(head) < HEADER_SIZE:
+        return Neff(path, size, False, f"truncated: {size} bytes, shorter than the {HEADER_SIZE}-byte NEFF header")
+    (pkg, header_size, data_size, major, minor, build, num_tpb, digest, raw_uuid, name, requested, _per_node, features, lnc, _pad) = HEADER.unpack(head)
+    problems: list[str] = []
+    if header_size != HEADER_SIZE:
+        problems.append(f"header_size is {header_size}, expected {HEADER_SIZE}")
+    payload = size - HEADER_SIZE
+    if data_size != payload:
+        what = "truncated" if data_size > payload else "trailing bytes"
+        problems.append(f"data_size says {data_size} bytes but {payload} follow the header ({what})")
+    members, tar_problem = _members(body)
+    if tar_problem:
+        problems.append(tar_problem)
+    return Neff(
+        path,
+        size,
+        valid=not problems,
+        problem="; ".join(problems) or None,
+        pkg_version=pkg,
+        header_size=header_size,
+        data_size=data_size,
+        neff_version=f"{major}.{minor}",
+        build_version=_text(build),
+        num_tpb=num_tpb,
+        header_hash=digest.hex(),
+        uuid=str(uuid.UUID(bytes=raw_uuid)),
+        name=_text(name),
+        requested_tpb_count=requested,
+        feature_bits=features,
+        lnc_size=lnc,
+        members=members,
+    )
+
+
+def _members(payload: bytes) -> tuple[tuple[str, ...], str | None]:
+    """The tarball's member names (plain or gzip tar, opened on the payload bytes in memory) and why it could not be read.
+
+    The payload is read into memory (with the header, in one pass over the file) rather than opened
+    in place: tarfile only reports a bad first header when the archive starts at offset 0 of its file object.
+    """
+    try:
+        with tarfile.open(fileobj=io.BytesIO(payload), mode="r:*") as tar:
+            return tuple(tar.getnames()), None
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+        reason = "not a tar, gzip, bz2 or xz archive" if "could not be opened" in str(exc) else " ".join(str(exc).split())
+        return (), f"payload is not a readable tar ({reason})"

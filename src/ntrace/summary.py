@@ -1,0 +1,114 @@
+"""The summary: every result the outputs read for one trace, as a frozen value that renderers take, `--jobs` workers return and the Parquet cache stores.
+
+A Summary holds a few small frames and numbers, never the events. It is valid only for the
+analysis code that computed it: `ANALYSIS_VERSION` names the definitions it follows and
+`analysis_digest()` the code, so a stored summary from other code is recomputed, not reused.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+from dataclasses import dataclass, field, fields
+from functools import cache
+from pathlib import Path
+from typing import Any, Mapping
+
+import orjson
+import polars as pl
+
+#: The definitions a Summary follows (docs/definitions.md); bumped whenever a figure's meaning changes.
+ANALYSIS_VERSION = 1
+
+#: The modules whose code computes a Summary: a stored one is reused only when these are unchanged.
+_ANALYSIS_CODE = ("analyses", "profile.py", "summary.py", "lanes.py", "trace.py")
+
+
+@cache
+def analysis_digest() -> str:
+    """The analysis version and a SHA-256 of the code that computes summaries (not the CLI, renderers or readers)."""
+    root = Path(__file__).parent
+    digest = hashlib.sha256(f"ntrace.analysis/{ANALYSIS_VERSION}\0".encode())
+    for name in _ANALYSIS_CODE:
+        path = root / name
+        for source in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            digest.update(source.relative_to(root).as_posix().encode() + b"\0" + source.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """What the HTML timeline draws for one trace: its complete events (lane, track, ts, end, dur, name) and its hardware idle gaps (track, gap_start, gap)."""
+
+    events: pl.DataFrame
+    idle: pl.DataFrame
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One trace's results: identity, the window, lane/track/gap/step/op/finding frames (ns Int64) and the numbers the op table's footer prints."""
+
+    path: Path
+    variant: str | None
+    meta: Mapping[str, Any]
+    warnings: tuple[str, ...]
+    window: tuple[int, int]  # first start, last end (ns)
+    events: int  # complete events
+    device: str  # what the op table's device columns are named for (NEURON, CUDA, …, or "none")
+    hardware_ns: int  # all hardware execution time
+    self_cpu_ns: int  # self CPU over every op: the op table's footer
+    lanes: pl.DataFrame
+    categories: pl.DataFrame
+    tracks: pl.DataFrame
+    gaps: pl.DataFrame
+    steps: pl.DataFrame
+    op_groups: pl.DataFrame
+    findings: pl.DataFrame
+    idle_gaps: pl.Series  # every hardware idle gap (ns), for statistics pooled over several traces
+    launch_delays: pl.Series  # every launch delay (ns), likewise
+    timeline: Timeline | None = field(default=None, compare=False)  # computed only when a report asks for it
+
+    @property
+    def window_ns(self) -> int:
+        """Length of the profiled window, ns."""
+        return self.window[1] - self.window[0]
+
+    @property
+    def hardware_tracks(self) -> pl.DataFrame:
+        """The hardware lane's tracks (one per device/core): busy + idle = span on each."""
+        return self.tracks.filter(pl.col("lane") == "hardware").drop("lane")
+
+    def to_bytes(self) -> bytes:
+        """The summary as bytes (JSON holding the numbers and each frame as zstd Arrow IPC), tagged with analysis_digest(); the timeline is not kept."""
+        values: dict[str, Any] = {}
+        frames: dict[str, str] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "timeline":
+                continue
+            if isinstance(value, (pl.DataFrame, pl.Series)):
+                buf = io.BytesIO()
+                (value.to_frame() if isinstance(value, pl.Series) else value).write_ipc(buf, compression="zstd")
+                frames[f.name] = base64.b64encode(buf.getvalue()).decode()
+            else:
+                values[f.name] = str(value) if isinstance(value, Path) else value
+        return orjson.dumps({"code": analysis_digest(), "values": values, "frames": frames}, default=str)
+
+    @classmethod
+    def from_bytes(cls, data: bytes | str) -> "Summary | None":
+        """The summary `to_bytes` wrote, or None when it was written by other analysis code or is damaged (so it is recomputed)."""
+        try:
+            doc = orjson.loads(data)
+            if doc.get("code") != analysis_digest():
+                return None
+            kwargs: dict[str, Any] = dict(doc["values"])
+            for name, text in doc["frames"].items():
+                frame = pl.read_ipc(io.BytesIO(base64.b64decode(text)))
+                kwargs[name] = frame.to_series() if name in ("idle_gaps", "launch_delays") else frame
+            kwargs["path"] = Path(kwargs["path"])
+            kwargs["window"] = tuple(kwargs["window"])
+            kwargs["warnings"] = tuple(kwargs["warnings"])
+            return cls(**kwargs)
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, pl.exceptions.PolarsError, OSError):
+            return None

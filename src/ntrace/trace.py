@@ -1,0 +1,59 @@
+"""The trace: one profile's decoded, lane-classified events, as the immutable value every analysis reads.
+
+Every reader (Kineto JSON, the ntrace Parquet cache, Neuron Explorer's Parquet export) yields a
+Trace whose `events` frame has exactly `EVENT_COLUMNS`; every analysis reads its columns and
+nothing else. Times are int64 nanoseconds as written (no rebasing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import polars as pl
+
+from ntrace.lanes import LANES
+
+#: The name of a profiler step annotation (torch.profiler's schedule writes one per step).
+STEP_NAME = r"^ProfilerStep#(\d+)$"
+
+#: Columns of the events frame as decoded, in order, with their dtypes.
+EVENT_SCHEMA = pl.Schema(
+    {
+        "idx": pl.Int64(),  # position in the file's event list: a stable identity for each event
+        "ph": pl.String(),
+        "cat": pl.String(),
+        "name": pl.String(),
+        "pid": pl.String(),
+        "tid": pl.String(),
+        "ts": pl.Int64(),  # ns, as written (no rebasing)
+        "dur": pl.Int64(),  # ns
+        "end": pl.Int64(),  # ns, ts + dur
+        "external_id": pl.Int64(),  # args["External id"]: CPU op <-> runtime call
+        "correlation": pl.Int64(),  # args["correlation"]: runtime call <-> device activity
+        "flow_id": pl.Int64(),  # "id" of flow events (ph s/f)
+        "flow_bp": pl.String(),  # "bp" of flow ends ("e": binds to the enclosing slice)
+        "stream": pl.Int64(),
+        "device": pl.Int64(),
+        "sequence": pl.Int64(),  # args["Sequence number"]
+        "input_dims": pl.String(),  # args["Input Dims"] as compact JSON text, for grouping by shape
+    }
+)
+
+#: The lane columns the classifier adds (ntrace.lanes.classify).
+LANE_SCHEMA = pl.Schema({"lane": pl.Enum(LANES), "side": pl.String()})
+
+#: Every column of a Trace's events frame, in order.
+EVENT_COLUMNS = pl.Schema({**EVENT_SCHEMA, **LANE_SCHEMA})
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One profile: where it came from, its events (EVENT_COLUMNS), its top-level metadata and what reading it had to warn about."""
+
+    path: Path  # the trace file (for an ntrace Parquet cache: the trace it was converted from)
+    events: pl.DataFrame
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    variant: str | None = None  # the variant its capture manifest (capture.json) names, found when it was read

@@ -1,0 +1,33 @@
+"""Units for people: ns inside every frame, microseconds and byte sizes outside, written the way torch's profiler tables print them."""
+
+from __future__ import annotations
+
+
+def us(ns: int | float | None) -> float:
+    """Nanoseconds to microseconds (float), for JSON."""
+    return 0.0 if ns is None else round(ns / 1000.0, 3)
+
+
+def fmt_time(ns: int | float | None) -> str:
+    """A duration as torch prints it: 12.345us, 1.235ms or 2.000s."""
+    if ns is None:
+        return "-"
+    t = ns / 1000.0
+    if abs(t) >= 1e6:
+        return f"{t / 1e6:.3f}s"
+    if abs(t) >= 1e3:
+        return f"{t / 1e3:.3f}ms"
+    return f"{t:.3f}us"
+
+
+def fmt_pct(share: float | None) -> str:
+    """A share (0..1) as a percentage with two decimals, as torch prints them."""
+    return "-" if share is None else f"{share * 100:.2f}%"
+
+
+def size(n: int) -> str:
+    """A byte count for people: 1.5 GiB, 320.0 MiB, 12 bytes."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"

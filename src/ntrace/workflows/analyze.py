@@ -1,0 +1,139 @@
+"""Analyze a path: find its traces, summarize each (in worker processes with `jobs` > 1), pair each with its capture session, collect warnings.
+
+A worker reads and analyzes its traces and sends back only their Summaries (a few small
+frames), so decoding and analysis both run in parallel and no events frame crosses a process
+boundary. An ntrace Parquet cache holding a summary computed by this analysis code is not
+analyzed again: its summary is read and its events are never decoded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from ntrace.errors import InputError, NtraceError
+from ntrace.io import read_trace
+from ntrace.io.cache import is_cache, read_cache_summary
+from ntrace.io.discover import find_traces
+from ntrace.io.kineto import in_worker
+from ntrace.neuron.artifacts import Session, artifact_warnings, find_sessions, session_dir
+from ntrace.profile import Profile
+from ntrace.summary import Summary
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Every trace found under one input path, each as its Summary with its capture session, plus run-level warnings and sessions with no trace."""
+
+    root: Path
+    entries: tuple[tuple[Summary, Session | None], ...] = ()
+    warnings: tuple[str, ...] = ()
+    artifacts: tuple[Session, ...] = ()  # sessions holding NEFF/NTFF/.pb files but no framework trace
+
+    @property
+    def summaries(self) -> tuple[Summary, ...]:
+        """The traces' summaries, in the order their files were found."""
+        return tuple(s for s, _ in self.entries)
+
+    @property
+    def all_warnings(self) -> list[str]:
+        """Run-level warnings followed by each trace's own."""
+        return [*self.warnings, *(w for s in self.summaries for w in s.warnings)]
+
+    def __iter__(self) -> Iterator[tuple[Summary, Session | None]]:
+        return iter(self.entries)
+
+
+def load(path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] | None = None, max_events: int | None = None, recompute: bool = False) -> Profile:
+    """The Profile of one trace file (Kineto JSON, an ntrace Parquet cache or a Neuron Explorer export); `lanes` adds category → lane rows.
+
+    `max_events` keeps only a JSON trace's first events; a cache's stored summary is reused by
+    `Profile.summary()` unless `recompute` or `lanes` are given.
+    """
+    trace = read_trace(path, fast=fast, lanes=lanes, max_events=max_events)
+    stored = None if recompute or lanes or not is_cache(path) else read_cache_summary(path)
+    return Profile(trace, stored)
+
+
+def summarize(
+    path: Path, fast: bool = True, lanes: Mapping[str, str] | None = None, max_events: int | None = None, recompute: bool = False, timeline: bool = False
+) -> Summary:
+    """The Summary of one trace file (with what its HTML timeline draws when `timeline`); a cache's stored summary is read instead of recomputed."""
+    if not (recompute or lanes or timeline) and path.suffix.lower() == ".parquet" and is_cache(path):
+        stored = read_cache_summary(path)
+        if stored is not None:
+            return stored
+    profile = load(path, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute)
+    summary = profile.summary()
+    return replace(summary, timeline=profile.timeline()) if timeline else summary
+
+
+def _summarize_or_error(
+    path: Path, fast: bool, lanes: Mapping[str, str] | None, max_events: int | None, recompute: bool, timeline: bool
+) -> Summary | NtraceError:
+    """summarize, returning the error instead of raising, so one bad file never stops the rest."""
+    try:
+        return summarize(path, fast, lanes, max_events, recompute, timeline)
+    except NtraceError as exc:
+        return exc
+
+
+def analyze(
+    path: str | Path,
+    *,
+    jobs: int = 1,
+    fast: bool = True,
+    lanes: Mapping[str, str] | None = None,
+    max_events: int | None = None,
+    recompute: bool = False,
+    timeline: bool = False,
+) -> Analysis:
+    """Summarize every trace at or under `path`. A single bad file given directly raises; among many it becomes a warning.
+
+    `max_events` keeps only each JSON trace's first events; `recompute` ignores the summaries
+    stored in `ntrace convert` Parquet files; `timeline` adds what the HTML report draws. Each
+    summary gets its capture session's artifacts; sessions whose NEFF/NTFF/.pb files have no
+    analyzable trace land in `Analysis.artifacts`, so a directory of artifacts alone is reported
+    rather than refused.
+    """
+    root = Path(path)
+    notes: list[str] = []
+    traces = find_traces(root, notes)
+    # each step below finds the sessions only after loading: that runs Polars, whose threads forbid the forked decoding helper
+    if not traces:
+        sessions = find_sessions(root, [] if root.is_dir() else None)
+        if bare := [s for s in sessions if s.has_artifacts]:
+            return Analysis(root, warnings=tuple(notes + artifact_warnings(bare)), artifacts=tuple(bare))
+        why = f" ({'; '.join(notes)})" if notes else ""
+        raise InputError(root, f"holds no framework trace (*.json, *.json.gz with traceEvents){why}")
+    if not root.is_dir():
+        summary = summarize(root, fast, lanes, max_events, recompute, timeline)
+        sessions = find_sessions(root, None)
+        return Analysis(root, ((summary, sessions[0]),), warnings=tuple(artifact_warnings(sessions)))
+    n = len(traces)
+    results: list[Summary | NtraceError]
+    if jobs > 1 and n > 1:
+        from concurrent.futures import ProcessPoolExecutor  # imported here: process pools cost ~25 ms of start-up to import
+        from multiprocessing import get_context
+
+        with ProcessPoolExecutor(max_workers=min(jobs, n), mp_context=get_context("spawn"), initializer=in_worker) as pool:  # fork can deadlock Polars' threads
+            results = list(pool.map(_summarize_or_error, traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n))
+    else:
+        results = [_summarize_or_error(t, fast, lanes, max_events, recompute, timeline) for t in traces]
+    sessions = find_sessions(root, traces)
+    by_dir = {s.dir: s for s in sessions}
+    warnings = list(notes)
+    entries: list[tuple[Summary, Session | None]] = []
+    for trace, result in zip(traces, results):
+        if isinstance(result, NtraceError):
+            warnings.append(f"skipped {result}")
+        else:
+            entries.append((result, by_dir.get(session_dir(trace))))  # the file read: a Parquet cache names its source trace in .path
+    loaded = {s.dir for _, s in entries if s}
+    artifacts = tuple(s for s in sessions if s.has_artifacts and s.dir not in loaded)
+    warnings += artifact_warnings(sessions)
+    if not entries and not artifacts:
+        raise InputError(root, f"none of its {len(traces)} trace files could be analyzed (first: {warnings[0].removeprefix('skipped ')})")
+    return Analysis(root, tuple(entries), tuple(warnings), artifacts)
+

@@ -1,0 +1,59 @@
+"""Convert every JSON trace under a path into the ntrace Parquet cache: decoded and classified once, with its Summary stored beside its events.
+
+Each trace's file goes to the same relative path under the output directory, suffix `.parquet`,
+so `pl.scan_parquet("OUT/**/*.parquet")`, DuckDB or Spark can query a multi-rank set and
+`ntrace analyze OUT` reads the stored summaries without decoding anything.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from ntrace.errors import InputError, NtraceError
+from ntrace.io import read_trace
+from ntrace.io.cache import write_cache
+from ntrace.io.discover import find_traces
+from ntrace.io.kineto import in_worker
+from ntrace.profile import Profile
+
+
+def parquet_name(trace: Path, root: Path) -> Path:
+    """Where a trace's events go, relative to the output directory: its path under `root`, suffix `.parquet`."""
+    rel = trace.relative_to(root)
+    name = rel.name.removesuffix(".gz").removesuffix(".json")
+    return rel.with_name(name + ".parquet")
+
+
+def _convert_one(trace: Path, out: Path, fast: bool) -> str | None:
+    """Convert one trace; the error's one-line message instead of raising, so one bad file never stops the rest."""
+    try:
+        loaded = read_trace(trace, fast=fast)
+        write_cache(loaded, out, Profile(loaded).summary())
+    except NtraceError as exc:
+        return str(exc)
+    return None
+
+
+def convert(path: str | Path, out_dir: str | Path, *, jobs: int = 1, fast: bool = True) -> pl.DataFrame:
+    """Convert every JSON trace at or under `path` into `out_dir`; one row per trace: (trace, parquet, error or null)."""
+    root, out_dir = Path(path), Path(out_dir)
+    traces = [t for t in find_traces(root) if not t.name.endswith(".parquet")]
+    if not traces:
+        raise InputError(root, "holds no JSON framework trace to convert")
+    base = root if root.is_dir() else root.parent
+    outs = [out_dir / parquet_name(t, base) for t in traces]
+    fasts = [fast] * len(traces)
+    if jobs > 1 and len(traces) > 1:
+        from concurrent.futures import ProcessPoolExecutor  # imported only here: start-up of every other command
+        from multiprocessing import get_context
+
+        with ProcessPoolExecutor(max_workers=min(jobs, len(traces)), mp_context=get_context("spawn"), initializer=in_worker) as pool:  # fork can deadlock Polars' threads
+            errors = list(pool.map(_convert_one, traces, outs, fasts))
+    else:
+        errors = list(map(_convert_one, traces, outs, fasts))
+    return pl.DataFrame(
+        {"trace": [str(t) for t in traces], "parquet": [str(o) for o in outs], "error": errors},
+        schema={"trace": pl.String, "parquet": pl.String, "error": pl.String},
+    )

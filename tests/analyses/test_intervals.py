@@ -1,0 +1,73 @@
+"""intervals.py: merged busy time and gaps, checked against a brute-force union (hypothesis)."""
+
+from __future__ import annotations
+
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import brute_union
+from ntrace.analyses.intervals import gaps, group_busy, reaching
+
+#: Track names as the integer group codes the interval functions take (codes sort like the names).
+CODES = {"a": 0, "b": 1, "c": 2, "far": 3}
+NAMES = pl.Series(list(CODES))
+
+intervals = st.lists(
+    st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 10_000), st.integers(0, 500)),
+    min_size=1,
+    max_size=60,
+)
+
+
+def _frame(rows: list[tuple[str, int, int]]) -> pl.DataFrame:
+    return pl.DataFrame({"g": [CODES[r[0]] for r in rows], "ts": [r[1] for r in rows], "end": [r[1] + r[2] for r in rows]})
+
+
+def busy(frame: pl.DataFrame) -> pl.DataFrame:
+    """Per track (named `t`): group_busy over the reaching frame."""
+    return group_busy(reaching(frame, "g"), "g").select(t=pl.lit(NAMES).gather(pl.col("g")), *(c for c in ("events", "total", "first", "last", "idle", "gaps", "span", "busy")))
+
+
+def track_gaps(frame: pl.DataFrame) -> pl.DataFrame:
+    """Every gap per track (named `t`)."""
+    return gaps(reaching(frame, "g"), "g").select(t=pl.lit(NAMES).gather(pl.col("g")), gap_start="gap_start", gap_end="gap_end", gap="gap")
+
+
+@given(intervals)
+@settings(max_examples=150, deadline=None)
+def test_busy_matches_brute_force_and_invariants(rows: list[tuple[str, int, int]]) -> None:
+    out = busy(_frame(rows))
+    for r in out.iter_rows(named=True):
+        mine = [(s, s + d) for t, s, d in rows if t == r["t"]]
+        assert r["busy"] == brute_union(mine)
+        assert r["busy"] <= r["total"] == sum(d for _, _, d in [x for x in rows if x[0] == r["t"]])
+        assert r["busy"] + r["idle"] == r["span"]
+        assert r["idle"] >= 0 and r["gaps"] >= 0
+
+
+@given(intervals, st.randoms(use_true_random=False))
+@settings(max_examples=100, deadline=None)
+def test_order_invariance(rows: list[tuple[str, int, int]], rnd) -> None:
+    shuffled = rows[:]
+    rnd.shuffle(shuffled)
+    assert busy(_frame(rows)).equals(busy(_frame(shuffled)))
+    a = track_gaps(_frame(rows)).sort(["t", "gap_start"])
+    b = track_gaps(_frame(shuffled)).sort(["t", "gap_start"])
+    assert a.equals(b) and (a["gap"] > 0).all()
+
+
+def test_gaps_merge_overlap_and_nesting() -> None:
+    f = pl.DataFrame({"g": [0] * 4, "ts": [0, 2, 5, 20], "end": [10, 4, 12, 25]})
+    g = track_gaps(f)
+    assert g.select("gap_start", "gap_end", "gap").rows() == [(12, 20, 8)]
+
+
+@given(intervals)
+@settings(max_examples=50, deadline=None)
+def test_times_too_far_apart_to_pack_give_the_same_answer(rows: list[tuple[str, int, int]]) -> None:
+    """A window of 2**61 ns leaves no room to pack (track, start) into one Int64: the two-sort path must agree with the packed one."""
+    far = rows + [("far", 2**61, 1)]
+    packed, unpacked = busy(_frame(rows)), busy(_frame(far)).filter(pl.col("t") != "far")
+    assert packed.equals(unpacked)
+    assert track_gaps(_frame(rows)).sort(["t", "gap_start"]).equals(track_gaps(_frame(far)).filter(pl.col("t") != "far").sort(["t", "gap_start"]))

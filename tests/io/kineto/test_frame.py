@@ -1,0 +1,44 @@
+"""The value rules every decoder shares (ntrace.columns): linking keys from text, pid/tid as text, shapes as compact JSON text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import polars as pl
+
+from ntrace.io.kineto import read_kineto
+
+from ntrace.io.kineto._frame import ids_text, shapes_text, shapes_utf8, text_ints
+
+
+def test_text_ints_parse_numbers_and_null_the_rest() -> None:
+    got = text_ints(pl.Series(["7", " 8 ", "9.0", "0x1f", "", None, "1e3"])).to_list()
+    assert got == [7, 8, 9, None, None, None, 1000]
+
+
+def test_ids_print_integers_as_python_does_and_keep_names() -> None:
+    assert ids_text([2910249, "Spans", None, -1]).to_list() == ["2910249", "Spans", None, "-1"]
+    assert ids_text(pl.Series([1, 2**40])).to_list() == ["1", str(2**40)]
+
+
+def test_shapes_are_compact_json_and_absent_ones_null() -> None:
+    shapes = [[[256, 4096], [4096, 256], []], [], [[1]]]
+    written = [orjson.dumps(s, option=orjson.OPT_INDENT_2) for s in shapes] + [b"", None, b"[ [1] ,\n [2] ]"]
+    got = shapes_text(written)
+    assert got.to_list() == [orjson.dumps(s).decode() for s in shapes] + [None, None, "[[1],[2]]"]
+    assert got.dtype == pl.String and shapes_text(got).to_list() == got.to_list()  # its own output is kept as is
+
+
+def test_shapes_utf8_is_checked_per_value() -> None:
+    assert shapes_utf8([b"[1]", None, b'["\xc3\xa9"]', b""])
+    assert not shapes_utf8([b"[1]", b'["\xff"]'])
+    assert not shapes_utf8([b'["\xc3', b'\xa9"]'])  # two halves of one character in two values
+
+
+def test_shapes_not_utf8_are_repaired_as_the_plain_path_does(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_bytes(b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1, "args": {"Input Dims": ["\xff", [2]]}}]}')
+    fast, plain = read_kineto(path), read_kineto(path, fast=False)  # the fast path raised a Polars ComputeError here
+    assert fast.events.equals(plain.events) and fast.warnings == plain.warnings
+    assert fast.events["input_dims"].to_list() == ['["\ufffd",[2]]'] and "not UTF-8" in fast.warnings[0]

@@ -1,0 +1,48 @@
+"""Atomic output files: the target appears whole or not at all, an interrupted write leaves no trace and keeps the old file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ntrace.errors import OutputError
+from ntrace.io.atomic import atomic_open, write_bytes, write_text
+
+
+def test_write_creates_the_file_with_normal_permissions(tmp_path: Path) -> None:
+    target = tmp_path / "report.json"
+    assert write_text(target, '{"a": 1}') == target
+    assert target.read_text() == '{"a": 1}'
+    assert target.stat().st_mode & 0o777 in (0o644, 0o664, 0o666)  # not mkstemp's 0600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
+
+
+def test_interrupted_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "report.json"
+    write_bytes(target, b"old")
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_open(target) as fh:
+            fh.write(b"half of the new")
+            assert target.read_bytes() == b"old"  # nothing visible while writing
+            raise KeyboardInterrupt
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+def test_replaces_an_existing_file_whole(tmp_path: Path) -> None:
+    target = tmp_path / "out.parquet"
+    write_bytes(target, b"x" * 1000)
+    write_bytes(target, b"y")
+    assert target.read_bytes() == b"y"
+
+
+def test_missing_directory_is_an_output_error(tmp_path: Path) -> None:
+    with pytest.raises(OutputError, match=r"nope/out.json: cannot be written \(No such file or directory\)"):
+        write_text(tmp_path / "nope" / "out.json", "x")
+
+
+def test_relative_path_in_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_text("plain.txt", "hi")
+    assert (tmp_path / "plain.txt").read_text() == "hi"

@@ -1,0 +1,133 @@
+"""ntrace compare on the seed fixtures (the seed's summary table), on explicit variant lists, and through the CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from helpers import REPO, REAL_TRACES, write_trace, x
+from ntrace.cli import main
+from ntrace.io.manifest import variant_name
+from ntrace.workflows.compare import compare, find_variants
+from ntrace.errors import InputError
+
+RMSNORM = REPO / "fixtures" / "rmsnorm"
+#: formats.md section 8: variant -> (device µs, self CPU µs, op calls that reached the device)
+SEED = {"naive": (2354.9, 124.2, 6), "fused": (403.3, 47.6, 1), "compiled": (375.5, 98.4, 1)}
+
+needs_fixtures = pytest.mark.skipif(not RMSNORM.is_dir(), reason="fixtures/rmsnorm not generated")
+
+
+def plain_seed_numbers(variant: str) -> tuple[float, float, int]:
+    """Device time, self CPU of device ops, their calls — by plain dict walking over the fixture's JSON (no ntrace code)."""
+    (trace,) = (RMSNORM / variant).rglob("trace.json")
+    events = [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("ph") == "X"]
+    device = sum(e["dur"] for e in events if e["cat"] == "kernel")
+    host = [e for e in events if e["cat"] not in ("kernel", "gpu_memcpy", "Trace")]
+    ops = [e for e in host if e["cat"] in ("cpu_op", "user_annotation")]
+    calls = {e["args"]["correlation"]: e for e in host if e["cat"] == "privateuse1_runtime" and "correlation" in e.get("args", {})}
+
+    def inside(inner: dict, outer: dict) -> bool:
+        return inner is not outer and inner["tid"] == outer["tid"] and outer["ts"] <= inner["ts"] and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"]
+
+    launching = set()
+    for k in (e for e in events if e["cat"] == "kernel"):
+        call = calls[k["args"]["correlation"]]
+        around = [o for o in ops if inside(call, o)]
+        launching.add(id(min(around, key=lambda o: o["dur"])))
+    names = {o["name"] for o in ops if id(o) in launching}
+    rows = [o for o in ops if o["name"] in names]
+    self_cpu = sum(o["dur"] - sum(c["dur"] for c in host if inside(c, o) and not any(inside(c, m) and inside(m, o) for m in host)) for o in rows)
+    return device, self_cpu, len(rows)
+
+
+@needs_fixtures
+def test_compare_reproduces_the_seed_table() -> None:
+    frame = compare([RMSNORM])
+    assert frame["name"].to_list() == ["naive", "fused", "compiled"]
+    for row in frame.iter_rows(named=True):
+        device, self_cpu, calls = SEED[row["name"]]
+        assert row["device"] == round(device * 1000)
+        assert row["self_cpu"] == round(self_cpu * 1000)
+        assert row["device_op_calls"] == calls
+        plain = plain_seed_numbers(row["name"])
+        assert (row["device"] / 1000, row["self_cpu"] / 1000, row["device_op_calls"]) == pytest.approx(plain)
+        assert row["device_name"] == "NEURON"
+    speed = dict(zip(frame["name"], frame["speedup"]))
+    assert speed["naive"] == 1.0
+    assert speed["fused"] == pytest.approx(2354.9 / 403.3) and speed["compiled"] == pytest.approx(2354.9 / 375.5)
+    gaps = dict(zip(frame["name"], frame["gap"]))
+    assert gaps["naive"] > 0 and gaps["fused"] == 0 and gaps["compiled"] == 0
+
+
+@needs_fixtures
+def test_explicit_variants_keep_their_order_and_baseline() -> None:
+    frame = compare([RMSNORM / "fused", RMSNORM / "naive"], baseline="naive")
+    assert frame["name"].to_list() == ["fused", "naive"]
+    assert frame["speedup"].to_list() == pytest.approx([2354.9 / 403.3, 1.0])
+    with pytest.raises(InputError, match="not one of the variants"):
+        compare([RMSNORM / "fused", RMSNORM / "naive"], baseline="bogus")
+
+
+def test_variant_names_come_from_the_manifest_else_the_directory(tmp_path: Path) -> None:
+    named = tmp_path / "run-a" / "session" / "ts"
+    named.mkdir(parents=True)
+    (tmp_path / "run-a" / "capture.json").write_text(json.dumps({"variant": "fused"}))
+    write_trace(named / "trace.json", [x("aten::add", "cpu_op", 0, 5)])
+    plain = tmp_path / "run-b"
+    plain.mkdir()
+    write_trace(plain / "trace.json", [x("aten::add", "cpu_op", 0, 5)])
+    assert variant_name(named) == "fused" and variant_name(named / "trace.json") == "fused"
+    assert variant_name(plain) == "run-b"
+    assert [p.name for p, _ in find_variants([tmp_path])] == ["run-a", "run-b"]
+    frame = compare([tmp_path])
+    assert sorted(frame["name"]) == ["fused", "run-b"]
+    assert frame["device"].to_list() == [0, 0] and frame["speedup"].to_list() == [None, None]
+
+
+def test_an_empty_directory_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="holds no framework trace"):
+        compare([tmp_path])
+
+
+def test_real_traces_compare(tmp_path: Path) -> None:
+    base, test = REAL_TRACES / "trace_compare__base__base.json.gz", REAL_TRACES / "trace_compare__test__test.json.gz"
+    if not base.is_file():
+        pytest.skip(f"{REAL_TRACES} is absent")
+    frame = compare([base, test])
+    assert frame["name"].to_list() == ["trace_compare__base__base", "trace_compare__test__test"]
+    assert frame["device"].to_list() == [432_000, 428_000]  # every kernel's dur, summed
+    assert frame["speedup"][1] == pytest.approx(432 / 428)
+
+
+@needs_fixtures
+def test_cli_compare_table_and_json(tmp_path: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(main, ["compare", str(RMSNORM), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = orjson.loads(result.stdout)
+    assert doc["schema"] == "ntrace.compare/1"
+    got = {v["name"]: (v["device_us"], v["self_cpu_us"], v["device_op_calls"]) for v in doc["variants"]}
+    assert got == {k: pytest.approx(v) for k, v in SEED.items()}
+    assert set(doc["variants"][0]) >= {"name", "device_us", "self_cpu_us", "device_op_calls", "gap_us", "speedup"}
+    text = runner.invoke(main, ["compare", str(RMSNORM)])
+    assert text.exit_code == 0
+    assert "2.355ms" in text.output and "403.300us" in text.output and "375.500us" in text.output and "6.27x" in text.output
+    missing = runner.invoke(main, ["compare", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "does not exist" in missing.output
+
+
+@needs_fixtures
+def test_cli_compare_of_copied_variants_uses_directory_names(tmp_path: Path) -> None:
+    for variant in ("naive", "compiled"):
+        (trace,) = (RMSNORM / variant).rglob("trace.json")
+        (tmp_path / f"my-{variant}").mkdir()
+        shutil.copy(trace, tmp_path / f"my-{variant}" / "trace.json")
+    result = CliRunner().invoke(main, ["compare", str(tmp_path / "my-compiled"), str(tmp_path / "my-naive"), "--format", "json"])
+    names = [v["name"] for v in orjson.loads(result.stdout)["variants"]]
+    assert names == ["my-compiled", "my-naive"]
