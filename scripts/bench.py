@@ -5,7 +5,7 @@ Every figure is a ratio against the floor measured in the same run: a bare Pytho
 reads the file (gunzipping it when gzip) and `orjson.loads` it. Each tool runs as its own
 process, rounds interleaved (floor, ntrace, Parquet re-analysis, HTA, floor, …); medians are
 reported with peak RSS from the OS (`os.wait4`'s rusage: the largest of that child and the
-decoding helper it may fork, ntrace.forked), and, sampled in a separate run, the peak of their
+decoding helper it may fork, ntrace.io.kineto._fork), and, sampled in a separate run, the peak of their
 summed proportional set size (PSS: shared pages split between them), which is what the machine
 gives the two together. ntrace's bytecode is compiled first and the children may use it, as for
 any installed package. "no decoding helper" runs with NTRACE_FORK=0; "start-up" only imports

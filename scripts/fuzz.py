@@ -3,7 +3,7 @@
 
     .venv/bin/python scripts/fuzz.py [--seconds 300] [--seed 0] [--out fuzz_crashes] [SEED_FILE ...]
 
-Seeds default to the real public traces in ../shared/traces (each cut to its first 400 events,
+Seeds default to the real public traces in tests/data/kineto (each cut to its first 400 events,
 so one run is fast) and the synthetic fixtures' trace.json files. Each input is a seed mutated
 at the byte level (flips, inserted/deleted/duplicated ranges, truncation, gzip wrapping and
 truncated gzip) or at the event level (a field set to a value of another JSON type, a huge or
@@ -38,7 +38,7 @@ from ntrace.errors import NtraceError
 from ntrace.render import csv, json as json_render, markdown, text
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "traces"
+SHARED = REPO / "tests" / "data" / "kineto"
 SEED_EVENTS = 400
 
 
@@ -195,7 +195,7 @@ def fuzz(seeds: list[bytes], max_examples: int, stats: Stats, seed: int = 0) -> 
 
 def main_cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("seeds", nargs="*", type=Path, help="seed trace files (default: ../shared/traces and fixtures)")
+    parser.add_argument("seeds", nargs="*", type=Path, help="seed trace files (default: tests/data/kineto and fixtures)")
     parser.add_argument("--seconds", type=float, default=300, help="keep fuzzing for this long (default 300)")
     parser.add_argument("--seed", type=int, default=0, help="first hypothesis seed; batch i uses seed + i (default 0)")
     parser.add_argument("--out", type=Path, default=Path("fuzz_crashes"), help="where minimal crashing inputs are written")

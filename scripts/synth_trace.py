@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write a deterministic, realistic synthetic Kineto trace of any size (for benchmarks and decode tests).
 
-The shape follows the real traces in /work/shared/traces: ProfilerStep#N user annotations
+The shape follows the real traces in tests/data/kineto: ProfilerStep#N user annotations
 holding nested cpu_op trees (aten::linear → aten::addmm …) with "Input Dims"/"Input type"/
 "Concrete Inputs" args, cuda_runtime launches with correlation ids and ac2g flow pairs, kernels
 with grid/block/occupancy args on device streams, memcpy/memset, gpu_user_annotation ranges,

@@ -1,4 +1,4 @@
-"""The analyzer on every real public trace in ../shared/traces, checked against plain sums over the JSON."""
+"""The analyzer on every real public trace (tests/data/kineto), checked against plain sums over the JSON."""
 
 from __future__ import annotations
 

@@ -1,0 +1,32 @@
+"""The set-up scripts: scripts/venv.sh keeps a virtual environment made by the same Python and makes it again when another Python (or none that runs) made it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import REPO
+
+
+def _venv(venv: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHON": sys.executable, "VENV": str(venv)}
+    return subprocess.run(["bash", "-c", "source scripts/venv.sh"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_a_venv_of_another_python_is_made_again_and_a_good_one_kept(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    stale = venv / "bin" / "python"
+    stale.write_text("#!/bin/sh\necho /usr/old 3 9 0\n")  # a venv of Python 3.9, say
+    stale.chmod(0o755)
+    first = _venv(venv)
+    assert first.returncode == 0, first.stderr
+    assert "recreating" in first.stderr and "/usr/old 3 9 0" in first.stderr
+    version = subprocess.run([str(venv / "bin" / "python"), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True).stdout
+    assert version.strip() == str(sys.version_info[:2])
+    marker = venv / "kept"
+    marker.write_text("")
+    again = _venv(venv)
+    assert again.returncode == 0 and again.stderr == "" and marker.exists()  # made by this Python: kept as it is
