@@ -48,11 +48,17 @@ def test_columns_from_a_memory_map_equal_those_from_bytes(tmp_path: Path, monkey
 
 
 def test_a_value_of_another_type_falls_back_to_the_plain_decoder(tmp_path: Path) -> None:
-    text = b'{"traceEvents": [{"ph": "X", "ts": "12.5", "dur": 1, "name": "a", "cat": "cpu_op", "pid": 1, "tid": 1}]}'
-    assert fast_path.columns(text) is None  # declined: the caller falls back
+    text = b'{"traceEvents": [{"ph": "X", "ts": "12.5", "dur": 1, "name": "a", "cat": "cpu_op", "pid": 1.5, "tid": 1}]}'
+    assert fast_path.columns(text) is None  # a float pid: declined, the caller falls back
     path = tmp_path / "t.json"
     path.write_bytes(text)
-    assert read_kineto(path).events["ts"].to_list() == [12_500]
+    assert read_kineto(path).events.select("ts", "pid").rows() == [(12_500, "1.5")]
+
+
+def test_times_given_as_text_are_read_by_the_fast_path_like_numbers(tmp_path: Path) -> None:
+    text = b'{"traceEvents": [{"ph": "X", "ts": "12.5", "dur": "1"}, {"ph": "X", "ts": 1712195495505582.988, "dur": 0.001}]}'
+    found = fast_path.columns(text)
+    assert found is not None and found[0]["ts"].to_list() == [12_500, 1712195495505582988] and found[0]["dur"].to_list() == [1000, 1]
 
 
 def test_a_shape_that_is_not_utf8_declines() -> None:

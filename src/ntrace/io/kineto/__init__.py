@@ -7,7 +7,7 @@ The way of a file through this package:
    boundaries (_windows) and decodes them with a typed msgspec decoder straight into columns,
    a forked helper process taking the second half of a large array (_fork);
 3. where the fast path cannot read the file (no array to cut, a value of an odd type), the
-   plain decoder (_plain) reads it with orjson, coercing value by value;
+   plain decoder (_plain) reads it into Python objects, coercing value by value;
 4. JSON no decoder accepts is repaired where it can be (_salvage: a file cut off mid-write, bytes
    that are not UTF-8, NaN), with a warning, and decoded again;
 5. the columns become the events frame (_frame), checked for oddities (_sanity), and are
@@ -20,7 +20,7 @@ import mmap
 from pathlib import Path
 from typing import Any, Mapping
 
-import orjson
+import msgspec
 import polars as pl
 
 from ntrace.errors import TraceFormatError
@@ -101,8 +101,8 @@ def _columns(raw: bytes | mmap.mmap, path: Path, fast: bool, warnings: list[str]
             # msgspec keeps shapes as raw bytes without checking them: bytes that are not UTF-8 are repaired as anywhere else
             return _repaired_columns(bytes(raw), path, fast, warnings)
     try:
-        plain = orjson.loads(memoryview(raw) if isinstance(raw, mmap.mmap) else raw)
-    except orjson.JSONDecodeError:
+        plain = _plain.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
         return _repaired_columns(bytes(raw), path, fast, warnings)
     return _plain.columns(plain, path, warnings)
 

@@ -27,7 +27,7 @@ import orjson
 import polars as pl
 
 from ntrace.io.kineto import _fork
-from ntrace.io.kineto._frame import ids_text, shapes_text, text_ints, us_to_ns
+from ntrace.io.kineto._frame import ids_text, shapes_text, text_ints, text_ns
 from ntrace.io.kineto._windows import Outline, Uncut, outline, windows
 from ntrace.io.progress import report
 
@@ -71,8 +71,8 @@ class _Event(msgspec.Struct, gc=False):
     name: str | None = None
     pid: Key = None
     tid: Key = None
-    ts: float | None = None
-    dur: float | None = None
+    ts: msgspec.Raw = msgspec.Raw(b"")  # the number's text: read into ns exactly (_frame.text_ns), never through a float
+    dur: msgspec.Raw = msgspec.Raw(b"")
     id: Key = None
     bp: str | None = None
     args: _Args | None = None
@@ -202,7 +202,7 @@ class _Chunks:
         for name in _IDS:
             group[name] = ids_text(group[name])
         for name in _TIMES:
-            group[name], group[f"{name}_dropped"] = us_to_ns(group[name])
+            group[name], group[f"{name}_dropped"] = text_ns(group[name])
         group["input_dims"] = shapes_text(group["input_dims"])
         for name, column in group.items():
             self.groups.setdefault(name, []).append(column)
@@ -223,7 +223,7 @@ def _release(text: object, start: int = 0, stop: int | None = None) -> None:
 
 
 def _event_columns(events: list[_Event]) -> dict[str, pl.Series]:
-    """One batch of events as typed columns: text, pid/tid as Int64 or text, times as float µs, keys as Int64, shapes as raw JSON bytes (empty where absent)."""
+    """One batch of events as typed columns: text, pid/tid as Int64 or text, times as their JSON text (raw bytes), keys as Int64, shapes as raw JSON bytes (empty where absent)."""
     args = [e.args or _NO_ARGS for e in events]
     cols: dict[str, pl.Series] = {}
     for name in _TEXT:
@@ -232,7 +232,7 @@ def _event_columns(events: list[_Event]) -> dict[str, pl.Series]:
     for name in _IDS:
         cols[name] = _ids(name, list(map(attrgetter(name), events)))
     for name in _TIMES:
-        cols[name] = pl.Series(name, list(map(attrgetter(name), events)), dtype=pl.Float64)
+        cols[name] = pl.Series(name, list(map(bytes, map(attrgetter(name), events))), dtype=pl.Binary)  # b"" where absent
     cols["flow_id"] = _int_keys("flow_id", list(map(attrgetter("id"), events)))
     for name in _KEYS:
         cols[name] = _int_keys(name, list(map(attrgetter(name), args)))

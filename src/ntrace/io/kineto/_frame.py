@@ -10,22 +10,41 @@ import polars as pl
 from ntrace.trace import EVENT_SCHEMA
 
 
-#: µs values whose ns would overflow int64 (2**63 ns ≈ 9.22e15 µs).
-_NS_LIMIT = 9.2e15
+#: A JSON number as the grammar writes it: what a string holding a number must match to be read as one.
+_JSON_NUMBER = r"^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$"
+#: µs as a decimal with three places: its physical integer is the value in ns, exact.
+_US = pl.Decimal(38, 3)
 
 
-def us_to_ns(values: Iterable[Any]) -> tuple[pl.Series, pl.Series]:
-    """Microsecond values (int, float or numeric text) as int64 ns, exact to the ns for floats below 2**53 µs, and which values were dropped (not finite, or too large).
+def text_ns(values: Iterable[Any]) -> tuple[pl.Series, pl.Series]:
+    """µs given as the JSON text of each value (a number, or a string holding one; empty or null where absent) as exact int64 ns; and which were given but are no usable number.
 
-    The whole part is converted exactly and only the fraction goes through float rounding, so
-    absolute epoch timestamps (≈1.7e15 µs) keep every integer microsecond.
+    The decimal digits are read as they are written, never through a binary float: `1712195495505582.988`
+    is 1712195495505582988 ns. Digits past the third decimal round half to even. A value that is
+    not a JSON number (or a string holding one), or whose ns do not fit int64, is dropped.
     """
-    s = pl.Series(values, dtype=pl.Float64, strict=False)
-    dropped = s.is_not_null() & (~s.is_finite() | (s.abs() >= _NS_LIMIT))
-    if dropped.any():
-        s = pl.select(pl.when(dropped).then(None).otherwise(s)).to_series()
-    whole = s.floor()
-    return whole.cast(pl.Int64) * 1000 + ((s - whole) * 1000).round().cast(pl.Int64), dropped
+    raw = pl.Series(values)
+    text = raw.cast(pl.String) if raw.dtype == pl.Binary else raw.cast(pl.String, strict=False)
+    given = text.is_not_null() & (text != "") & (text != "null")
+    quoted = text.str.starts_with('"').fill_null(False)
+    inner = pl.select(pl.when(quoted).then(text.str.slice(1, text.str.len_bytes() - 2)).otherwise(text)).to_series()
+    escaped = quoted & inner.str.contains("\\", literal=True).fill_null(False)
+    if escaped.any():  # a string written with escapes: decoded as JSON (rare)
+        inner = inner.scatter(escaped.arg_true(), [_decoded(v) for v in text.filter(escaped).to_list()])
+    usable = given & (~quoted | inner.str.contains(_JSON_NUMBER).fill_null(False))
+    ns = pl.select(pl.when(usable).then(inner.cast(_US, strict=False).to_physical().cast(pl.Int64, strict=False))).to_series()
+    return ns.cast(pl.Int64), given & ns.is_null()
+
+
+def _decoded(text: str) -> str | None:
+    """A JSON string literal's value, or None when it is no valid JSON string."""
+    import msgspec
+
+    try:
+        value = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return None
+    return value if isinstance(value, str) else None
 
 
 def text_ints(s: pl.Series) -> pl.Series:
@@ -68,10 +87,10 @@ def frame(cols: dict[str, Any], path: Path, warnings: list[str]) -> pl.DataFrame
     """Build the typed events frame from columns as decoded (lists, or the batched decoder's final Series); warn about values that had to be dropped."""
     n = len(cols["ph"])
     for column in ("ts", "dur"):
-        if f"{column}_dropped" not in cols:  # µs as decoded (the batched decoder gives ns, and what it dropped)
-            cols[column], cols[f"{column}_dropped"] = us_to_ns(cols[column])
+        if f"{column}_dropped" not in cols:  # the values' JSON text as decoded (the fast path gives ns, and what it dropped)
+            cols[column], cols[f"{column}_dropped"] = text_ns(cols[column])
         if n_bad := int(cols[f"{column}_dropped"].sum()):
-            warnings.append(f"{path}: {n_bad} '{column}' values are not finite or too large for int64 ns; dropped")
+            warnings.append(f"{path}: {n_bad} '{column}' values are not numbers or do not fit in int64 ns; dropped")
     events = pl.DataFrame(
         {
             "idx": pl.int_range(0, n, dtype=pl.Int64, eager=True),

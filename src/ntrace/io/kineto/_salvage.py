@@ -18,6 +18,7 @@ import msgspec
 
 from ntrace.errors import TraceFormatError
 from ntrace.io.files import PLAIN_DECODE_FACTOR, check_fits
+from ntrace.io.kineto._plain import NumText
 
 #: How many `}` positions from the end are tried before a cut-off file is given up as unsalvageable.
 _TRIES = 64
@@ -56,7 +57,7 @@ def repair_json(raw: bytes, path: Path, warnings: list[str]) -> bytes | Any:
     if doc is None:
         raise TraceFormatError(path, f"is not valid JSON ({problem or 'rejected by every JSON decoder'}); is it a Chrome/Kineto trace?")
     warnings.extend(notes)
-    warnings.append(f"{path}: uses non-standard JSON numbers (NaN, Infinity, or beyond the double range); read them as non-finite")
+    warnings.append(f"{path}: uses non-standard JSON numbers (NaN, Infinity); read them as no number")
     return doc
 
 
@@ -88,9 +89,9 @@ def _valid_utf8(raw: bytes, path: Path, warnings: list[str]) -> bytes:
 
 
 def _nonstandard_json(raw: bytes) -> Any:
-    """Python's json module reads NaN, Infinity and 1e400 where orjson refuses; None when it fails too."""
+    """Python's json module reads NaN and Infinity where msgspec refuses (floats kept as their digits, as the plain decoder keeps them); None when it fails too."""
     try:
-        return json.loads(raw)
+        return json.loads(raw, parse_float=NumText)
     except (ValueError, RecursionError):
         return None
 
