@@ -456,13 +456,15 @@ def link(events: list[Event], raw_events: list[Any]) -> dict[int, int]:
         if call is not None:
             links[a.idx] = call
 
-    # Flows: each ac2g flow event binds to the first complete event (file order) on its
-    # thread whose ts equals the flow event's ts.
-    first_at: dict[tuple[str, str, int], int] = {}
-    for e in events:
-        first_at.setdefault((e.pid, e.tid, e.ts), e.idx)
+    # Flows: each ac2g flow event binds to the first runtime call or device activity (file
+    # order) on its thread whose ts equals the flow event's ts. Other events (a cpu_op, a
+    # gpu_user_annotation starting at the same time) are never bound to.
     call_set = {c.idx for c in calls}
     activity_set = {a.idx for a in activities}
+    first_at: dict[tuple[str, str, int], int] = {}
+    for e in events:
+        if e.idx in call_set or e.idx in activity_set:
+            first_at.setdefault((e.pid, e.tid, e.ts), e.idx)
 
     flows: dict[Any, list[int]] = {}  # flow id -> bound complete event idxs, in first-seen order of ids
     for raw in raw_events:
@@ -572,8 +574,9 @@ def fold(
     tree: list[Event], parents: dict[int, int | None], own: dict[int, int]
 ) -> tuple[set[int], dict[int, int | None], dict[int, list[int]], dict[int, int], int]:
     """torch's ``_remove_dup_nodes``: repeat passes (events in file order) until nothing
-    changes; an event whose parent has the same name (as written) and exactly one child (it)
-    is removed, the parent takes its children and its own device time (replaced, not added).
+    changes; an event whose parent has the same name (the name torch compares: after the
+    ``ProfilerStep*`` rename, ``row_name``) and exactly one child (it) is removed, the parent
+    takes its children and its own device time (replaced, not added).
 
     Returns (removed idxs, folded parents, folded children lists, folded own device time,
     the own device time that the replacements discarded)."""
@@ -592,7 +595,7 @@ def fold(
         this_pass = []
         for i in alive:
             p = parent[i]
-            if p is not None and by_idx[p].name == by_idx[i].name and len(children[p]) == 1:
+            if p is not None and row_name(by_idx[p].name) == row_name(by_idx[i].name) and len(children[p]) == 1:
                 children[p] = children[i]
                 lost[0] += own[p]  # the parent's own device time is replaced, not added to
                 own[p] = own[i]
@@ -631,10 +634,12 @@ def step_number(name: str) -> int | None:
 
 
 def step_windows(events: list[Event]) -> list[Event]:
-    """The first complete event per N named ProfilerStep#N (file order), sorted by start
-    (ties: file order)."""
+    """The first host-side complete event per N named ProfilerStep#N (file order), sorted by
+    start (ties: file order). Device-side events of that name are never windows."""
     first: dict[int, Event] = {}
     for ev in events:
+        if ev.side != "host":
+            continue
         n = step_number(ev.name)
         if n is not None and n not in first:
             first[n] = ev

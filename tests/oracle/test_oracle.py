@@ -273,7 +273,8 @@ def test_flow_links_when_correlation_missing(tmp_path):
         X("relu_k", 20, 30, cat="kernel", pid=0, tid=7),  # 2
         {"ph": "s", "cat": "ac2g", "id": 5, "name": "ac2g", "pid": 1, "tid": 1, "ts": 10},  # 3
         {"ph": "f", "cat": "ac2g", "id": 5, "name": "ac2g", "pid": 0, "tid": 7, "ts": 20, "bp": "e"},  # 4
-        # a flow whose start's ts is that of a cpu_op before the call in file order: binds to the op
+        # a flow whose start's ts is also that of a cpu_op listed before the call: the flow
+        # binds only to the call (never to the op), so the kernel is linked too
         X("aten::neg", 60, 30),  # 5
         X("cudaLaunchKernel", 60, 5, cat="cuda_runtime"),  # 6
         X("neg_k", 70, 10, cat="kernel", pid=0, tid=7),  # 7
@@ -281,11 +282,65 @@ def test_flow_links_when_correlation_missing(tmp_path):
         {"ph": "f", "cat": "ac2g", "id": 6, "pid": 0, "tid": 7, "ts": 70},  # 9
     ]
     r = compute(write(tmp_path, evs))
-    assert r["links"] == {2: 1}
-    assert r["launch_latency"] == stats([10_000])
-    assert r["queue_delay"] == stats([5_000])
+    assert r["links"] == {2: 1, 7: 6}
+    assert r["launch_latency"] == stats([10_000, 10_000])
+    assert r["queue_delay"] == stats([5_000, 5_000])
     assert op_row(r, "aten::relu")["self_device"] == 30_000
-    assert r["unlinked"] == {"calls": 1, "total": 10_000}
+    assert op_row(r, "aten::neg")["self_device"] == 10_000
+    assert r["unlinked"] == {"calls": 0, "total": 0}
+
+
+def test_flow_links_when_cpu_op_starts_with_its_call(tmp_path):
+    # The op encloses its runtime call and starts at exactly the call's ts, and comes first in
+    # file order; the kernel has no correlation, only the ac2g flow. The flow's start binds to
+    # the call (a flow binds only to runtime calls and device activities): the link is made.
+    evs = [
+        X("aten::relu", 10, 100),  # 0: [10, 110)
+        X("cudaLaunchKernel", 10, 5, cat="cuda_runtime"),  # 1: [10, 15), no correlation
+        X("relu_k", 30, 30, cat="kernel", pid=0, tid=7),  # 2: [30, 60), no correlation
+        {"ph": "s", "cat": "ac2g", "id": 5, "name": "ac2g", "pid": 1, "tid": 1, "ts": 10},  # 3
+        {"ph": "f", "cat": "ac2g", "id": 5, "name": "ac2g", "pid": 0, "tid": 7, "ts": 30, "bp": "e"},  # 4
+    ]
+    r = compute(write(tmp_path, evs))
+    assert r["links"] == {2: 1}
+    assert r["launch_latency"] == {"count": 1, "total": 20_000, "p50": 20_000, "p90": 20_000, "max": 20_000}
+    assert r["queue_delay"] == {"count": 1, "total": 15_000, "p50": 15_000, "p90": 15_000, "max": 15_000}
+    assert r["parents"] == {0: None, 1: 0}
+    assert r["launchers"] == {2: 0}
+    assert op_row(r, "aten::relu") == {"calls": 1, "self_cpu": 95_000, "cpu_total": 100_000, "self_device": 30_000, "device_total": 30_000}
+    assert op_row(r, "cudaLaunchKernel") == {"calls": 1, "self_cpu": 5_000, "cpu_total": 5_000, "self_device": 0, "device_total": 0}
+    assert r["unlinked"] == {"calls": 0, "total": 0}
+    assert r["device_total"] == 30_000
+
+
+def test_flow_binds_only_to_calls_and_activities_first_in_file_order(tmp_path):
+    evs = [
+        X("aten::mm", 10, 90),  # 0: [10, 100), starts at the flow's point but is an op
+        X("ann", 20, 60, cat="gpu_user_annotation", pid=0, tid=7),  # 1: at the kernel's start, not an activity
+        X("cudaLaunchKernel", 10, 5, cat="cuda_runtime"),  # 2: [10, 15): first call at (1, 1, 10)
+        X("cuLaunchKernel", 10, 3, cat="cuda_driver"),  # 3: [10, 13): a second call at that point
+        X("gemm", 20, 30, cat="kernel", pid=0, tid=7),  # 4: [20, 50)
+        {"ph": "s", "cat": "ac2g", "id": 1, "pid": 1, "tid": 1, "ts": 10},  # 5 -> 2
+        {"ph": "f", "cat": "ac2g", "id": 1, "pid": 0, "tid": 7, "ts": 20},  # 6 -> 4
+        X("cudaLaunchKernel", 60, 2, cat="cuda_runtime"),  # 7: [60, 62)
+        X("k_a", 70, 5, cat="kernel", pid=0, tid=7),  # 8: [70, 75)
+        X("k_b", 80, 4, cat="kernel", pid=0, tid=8),  # 9: [80, 84)
+        {"ph": "s", "cat": "ac2g", "id": 2, "pid": 1, "tid": 1, "ts": 60},  # 10 -> 7
+        {"ph": "f", "cat": "ac2g", "id": 2, "pid": 0, "tid": 7, "ts": 70},  # 11 -> 8
+        {"ph": "f", "cat": "ac2g", "id": 2, "pid": 0, "tid": 8, "ts": 80},  # 12 -> 9: same id, later: unlinked
+        {"ph": "s", "cat": "ac2g", "id": 3, "pid": 1, "tid": 1, "ts": 10},  # 13 -> 2 (call only)
+        {"ph": "f", "cat": "ac2g", "id": 3, "pid": 1, "tid": 1, "ts": 50},  # 14: nothing starts there
+    ]
+    r = compute(write(tmp_path, evs))
+    assert r["links"] == {4: 2, 8: 7}
+    assert r["launch_latency"] == {"count": 2, "total": 20_000, "p50": 10_000, "p90": 10_000, "max": 10_000}
+    assert r["queue_delay"] == {"count": 2, "total": 13_000, "p50": 5_000, "p90": 8_000, "max": 8_000}
+    assert r["parents"] == {0: None, 2: 0, 3: 2, 7: 0}
+    assert r["launchers"] == {4: 0, 8: 0}
+    # self CPU 90 - 5 - 2 µs; own device time 30 + 5 µs
+    assert op_row(r, "aten::mm") == {"calls": 1, "self_cpu": 83_000, "cpu_total": 90_000, "self_device": 35_000, "device_total": 35_000}
+    assert r["unlinked"] == {"calls": 1, "total": 4_000}  # k_b
+    assert r["device_total"] == 39_000
 
 
 def test_correlation_beats_flow(tmp_path):
@@ -297,6 +352,24 @@ def test_correlation_beats_flow(tmp_path):
         {"ph": "f", "cat": "ac2g", "id": 1, "pid": 0, "tid": 7, "ts": 60},
     ]
     assert compute(write(tmp_path, evs))["links"] == {2: 0}
+
+
+def test_flow_point_taken_by_a_correlated_activity(tmp_path):
+    # Two kernels start at the same point; the first in file order is linked by correlation.
+    # The flow's end binds to it (first activity at the point), so the flow links nothing and
+    # the second kernel stays unlinked (AMBIGUITIES.md entry 15).
+    evs = [
+        X("cudaLaunchKernel", 10, 5, cat="cuda_runtime", correlation=3),  # 0
+        X("cudaLaunchKernel", 30, 5, cat="cuda_runtime"),  # 1
+        X("k1", 60, 5, cat="kernel", pid=0, tid=7, correlation=3),  # 2
+        X("k2", 60, 8, cat="kernel", pid=0, tid=7),  # 3
+        {"ph": "s", "cat": "ac2g", "id": 1, "pid": 1, "tid": 1, "ts": 30},  # 4 -> 1
+        {"ph": "f", "cat": "ac2g", "id": 1, "pid": 0, "tid": 7, "ts": 60},  # 5 -> 2 (already linked)
+    ]
+    r = compute(write(tmp_path, evs))
+    assert r["links"] == {2: 0}
+    assert r["launch_latency"] == {"count": 1, "total": 50_000, "p50": 50_000, "p90": 50_000, "max": 50_000}
+    assert r["unlinked"] == {"calls": 2, "total": 13_000}
 
 
 def test_folding_chain(tmp_path):
@@ -356,6 +429,35 @@ def test_folding_replaces_the_parents_own_kernels(tmp_path):
     assert r["device_total"] == 7_000
     assert r["device_lost_to_folding"] == 7_000
     assert sum(v["self_device"] for v in r["ops"].values()) + r["unlinked"]["total"] == r["device_total"] - 7_000
+
+
+def test_folding_compares_renamed_profiler_step_names(tmp_path):
+    # torch's FunctionEvent.name is already "ProfilerStep*": a ProfilerStep#1 whose only child
+    # is ProfilerStep#2 folds it, and takes over ProfilerStep#2's child.
+    evs = [
+        X("ProfilerStep#1", 0, 100, cat="user_annotation"),  # 0: [0, 100)
+        X("ProfilerStep#2", 10, 80, cat="user_annotation"),  # 1: [10, 90), 0's only child
+        X("aten::add", 20, 10),  # 2: [20, 30)
+        X("ProfilerStep#3", 200, 100, cat="user_annotation"),  # 3: two children: no fold
+        X("ProfilerStep#4", 210, 10, cat="user_annotation"),  # 4
+        X("aten::mul", 250, 20),  # 5
+    ]
+    r = compute(write(tmp_path, evs))
+    assert r["parents"] == {0: None, 1: 0, 2: 1, 3: None, 4: 3, 5: 3}
+    assert r["folded_away"] == [1]
+    assert r["folded_parents"] == {0: None, 2: 0, 3: None, 4: 3, 5: 3}
+    # ProfilerStep#1: 100 - 10 µs; ProfilerStep#3: 100 - 10 - 20 µs; ProfilerStep#4: 10 µs
+    assert op_row(r, "ProfilerStep*", True) == {"calls": 3, "self_cpu": 90_000 + 70_000 + 10_000, "cpu_total": 210_000, "self_device": 0, "device_total": 0}
+    assert op_row(r, "aten::add") == {"calls": 1, "self_cpu": 10_000, "cpu_total": 10_000, "self_device": 0, "device_total": 0}
+    assert r["self_cpu_total"] == 200_000
+    # folding is the op table's: the folded ProfilerStep#2 is still a step window
+    assert [(s["step"], s["start"], s["end"]) for s in r["steps"]] == [
+        (1, 0, 100_000), (2, 10_000, 90_000), (3, 200_000, 300_000), (4, 210_000, 220_000)
+    ]
+    # aten::add -> step 2 (the last window starting at or before 20); aten::mul at 250: the last
+    # window starting before it is step 4 [210, 220), which has ended: no step (entry 32)
+    assert [s["host_busy"]["framework"] for s in r["steps"]] == [0, 10_000, 0, 0]
+    assert ("overlapping step", 1) in r["warnings"] and ("overlapping step", 4) in r["warnings"]
 
 
 def test_record_function_named_like_an_op_folds(tmp_path):
@@ -440,6 +542,26 @@ def test_steps_device_work_after_the_cpu_window(tmp_path):
     assert s1["devices"] == {"0": {"events": 1, "busy": 30_000, "span": 30_000, "idle": 0}}
     assert s2["devices"] == {"0": {"events": 2, "busy": 30_000, "span": 80_000, "idle": 50_000}}
     assert r["outside_steps"] == {"events": 1, "total": 5_000}
+
+
+def test_step_windows_are_host_events_only(tmp_path):
+    evs = [
+        X("ProfilerStep#1", 0, 500, cat="gpu_user_annotation", pid=0, tid=7),  # 0: device side, first: no window
+        X("ProfilerStep#1", 0, 100, cat="user_annotation"),  # 1: the window of step 1
+        X("ProfilerStep#2", 100, 200, cat="gpu_user_annotation", pid=0, tid=7),  # 2: no host #2: no step 2
+        X("aten::add", 10, 40),  # 3: [10, 50)
+        X("cudaLaunchKernel", 20, 10, cat="cuda_runtime", correlation=1),  # 4: [20, 30)
+        X("k", 40, 20, cat="kernel", pid=0, tid=7, correlation=1),  # 5: [40, 60): step 1
+        X("cudaLaunchKernel", 150, 10, cat="cuda_runtime", correlation=2),  # 6: after step 1's end
+        X("k2", 170, 10, cat="kernel", pid=0, tid=7, correlation=2),  # 7: outside
+    ]
+    r = compute(write(tmp_path, evs))
+    (s1,) = r["steps"]
+    assert (s1["step"], s1["name"], s1["start"], s1["end"]) == (1, "ProfilerStep#1", 0, 100_000)
+    assert s1["host_busy"] == {"framework": 40_000, "device": 0, "runtime_api": 10_000, "hardware": 0, "other": 0}
+    assert s1["devices"] == {"0": {"events": 1, "busy": 20_000, "span": 20_000, "idle": 0}}
+    assert r["outside_steps"] == {"events": 1, "total": 10_000}
+    assert not [w for w in r["warnings"] if w[0] == "overlapping step"]
 
 
 # ---------------------------------------------------------------------------------------------
