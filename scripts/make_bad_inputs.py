@@ -172,7 +172,7 @@ def _(out: Path) -> str:
     return put(out, "nan_infinity_literals.pt.trace.json", body)
 
 
-@case("numbers_too_large", 0, "warning", r"too large for int64")
+@case("numbers_too_large", 0, "warning", r"do not fit in int64")
 def _(out: Path) -> str:
     """ts of 1e300 and 10**30, a dur of 1e400 (beyond double), a correlation id of 2**70: dropped with warnings, nothing overflows."""
     evs = sound_events()

@@ -1,4 +1,4 @@
-"""The four lanes of a Neuron profile (plus `other`), as one category → lane table, and the classifier that applies it.
+"""The four lanes of a Neuron profile (plus `other`), as one category → lane table (and name rules for categories that mix two kinds of work), and the classifier that applies them.
 
 The table is data, not code: read it at a glance here, print it with `ntrace lanes`, or extend it
 with `lane_table({"my_cat": "hardware"})`. Each row says why the category sits in its lane.
@@ -42,6 +42,15 @@ LANE_ROWS: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
+#: (category, name pattern, lane, side, why): categories that hold two kinds of work, split by event name; the first
+#: matching pattern wins, before the category table. MTIA's compute-core events hold DMA requests and event waits
+#: beside compute, which are data movement and synchronization, not execution.
+NAME_RULES: tuple[tuple[str, str, str, str, str], ...] = (
+    ("mtia_ccp_events", r"^dma_", "device", "device", "MTIA DMA requests: data movement, not compute"),
+    ("mtia_ccp_events", r"(?i)wait", "device", "device", "MTIA event waits: synchronization, not compute"),
+)
+
+
 def lane_table(extra: Mapping[str, str] | None = None) -> pl.DataFrame:
     """The category → lane table as a frame (category, lane, side, why); `extra` adds or overrides rows."""
     rows = {cat.lower(): (cat, lane, side, why) for cat, lane, side, why in LANE_ROWS}
@@ -64,4 +73,19 @@ def classify(events: pl.DataFrame, table: pl.DataFrame | None = None) -> pl.Data
     lower = names.str.to_lowercase()
     lane = lower.replace_strict(cats, table["lane"], default="other", return_dtype=pl.Enum(LANES))
     side = lower.replace_strict(cats, table["side"], default="host", return_dtype=pl.String)
-    return events.with_columns(lane=lane.gather(code).fill_null("other"), side=side.gather(code).fill_null("host"))
+    out = events.with_columns(lane=lane.gather(code).fill_null("other"), side=side.gather(code).fill_null("host"))
+    ruled = {cat for cat, *_ in NAME_RULES} & set(lower.to_list())
+    if not ruled:  # the common case: no category that needs its names read
+        return out
+    cat, name = pl.col("cat").str.to_lowercase(), pl.col("name").fill_null("")
+    new_lane, new_side = pl.col("lane"), pl.col("side")
+    for rule_cat, pattern, rule_lane, rule_side, _ in reversed(NAME_RULES):  # the first rule applied last: it wins
+        hit = (cat == rule_cat) & name.str.contains(pattern)
+        new_lane = pl.when(hit).then(pl.lit(rule_lane, pl.Enum(LANES))).otherwise(new_lane)
+        new_side = pl.when(hit).then(pl.lit(rule_side)).otherwise(new_side)
+    return out.with_columns(lane=new_lane.fill_null("other"), side=new_side.fill_null("host"))
+
+
+def name_rule_table() -> pl.DataFrame:
+    """The name rules as a frame (category, name, lane, side, why), as `ntrace lanes` prints them."""
+    return pl.DataFrame(list(NAME_RULES), schema=["category", "name", "lane", "side", "why"], orient="row")

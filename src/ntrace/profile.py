@@ -15,19 +15,22 @@ import polars as pl
 from ntrace.analyses import findings as findmod
 from ntrace.analyses import ops as opmod
 from ntrace.analyses import stats
-from ntrace.analyses.links import launch_links
+from ntrace.analyses.links import ACTIVITY, CALL, launch_links
 from ntrace.analyses.ops import OpView
-from ntrace.analyses.steps import is_step, step_totals, step_windows
+from ntrace.analyses.steps import device_work, host_busy, is_step, overlapping, step_windows
 from ntrace.analyses.totals import lane_categories, lane_totals, spans, track, track_totals, window
 from ntrace.summary import Summary, Timeline
 from ntrace.trace import Trace
+
+#: Host-side complete events.
+HOST = pl.col("side") == "host"
 
 #: Most complete events for which summary() runs its two branches at once (about 40 MB of Kineto JSON).
 TWO_THREADS_MAX = 150_000
 
 #: What every output reads, in two branches that share only the track codes: the op tree and table, and the lanes, tracks, gaps and steps.
 _BRANCHES: tuple[tuple[str, ...], tuple[str, ...]] = (
-    ("op_groups", "device", "hardware_ns", "self_cpu_ns"),
+    ("op_groups", "device_ns", "self_cpu_ns", "kernels"),
     ("lanes", "categories", "tracks", "gaps", "steps", "window", "complete_count"),
 )
 
@@ -128,8 +131,7 @@ class Profile:
     @cached_property
     def links(self) -> pl.DataFrame:
         """Runtime call → device activity links: (call_idx, exec_idx, via)."""
-        ends = (pl.col("lane") == "runtime_api") | (pl.col("side") == "device")  # only these take part in links
-        return launch_links(self.events, self.complete_rows(ends))
+        return launch_links(self.events, self.complete_rows(CALL | ACTIVITY))
 
     @cached_property
     def hardware_idle(self) -> pl.DataFrame:
@@ -137,51 +139,77 @@ class Profile:
         return self._track_pass[1]
 
     @cached_property
-    def launch_delays(self) -> pl.DataFrame:
-        """Per linked hardware execution: the runtime call, the execution and the delay between their starts."""
-        links = self.links
-        calls = self.select_complete("idx", "name", "ts", where=pl.col("idx").is_in(links["call_idx"].implode()))
-        return stats.launch_delays(links, calls, self.executions)
+    def calls(self) -> pl.DataFrame:
+        """The runtime calls that launched device work: idx, name, pid, tid, ts, end."""
+        return self.select_complete("idx", "name", "pid", "tid", "ts", "end", where=CALL & pl.col("idx").is_in(self.links["call_idx"].implode()))
+
+    @cached_property
+    def activities(self) -> pl.DataFrame:
+        """The device activities (what torch counts as device time): idx, name, cat, pid, tid, ts, end, dur, bytes and the track each ran on."""
+        return self.select_complete("idx", "name", "cat", "pid", "tid", "ts", "end", "dur", "bytes", track(), where=ACTIVITY)
 
     @cached_property
     def executions(self) -> pl.DataFrame:
-        """The hardware lane's events (device executions): idx, name, ts, end, dur and the track (device) each ran on."""
+        """The hardware lane's events (compute executions): idx, name, ts, end, dur and the track (device) each ran on."""
         spans, names = self._spans
         tracks = spans.filter(pl.col("lane") == "hardware")["track"]  # the same rows, in the same order
         return self.select_complete("idx", "name", "ts", "end", "dur", where=pl.col("lane") == "hardware").with_columns(track=names.gather(tracks))
 
     @cached_property
+    def launch_delays(self) -> pl.DataFrame:
+        """Per linked device activity: the runtime call, the activity, its launch latency and queue delay (see ntrace.analyses.stats)."""
+        return stats.launch_delays(self.links, self.calls, self.activities)
+
+    @cached_property
     def gaps(self) -> pl.DataFrame:
-        """Statistics of both gap kinds: (kind, count, total, p50, p90, max, share of the window)."""
+        """Statistics of hardware idle, launch latency and queue delay: (kind, count, total, p50, p90, max, share); only idle has a share, of the hardware tracks' spans."""
+        hardware = self.hardware_tracks
+        span = int(hardware["span"].sum()) if hardware.height else 0
         rows = [
-            {"kind": "hardware_idle", **stats.stats(self.hardware_idle["gap"])},
-            {"kind": "launch_delay", **stats.stats(self.launch_delays["delay"])},
+            {"kind": "hardware_idle", **stats.stats(self.hardware_idle["gap"]), "share": (int(hardware["idle"].sum()) / span) if span else 0.0},
+            {"kind": "launch_latency", **stats.stats(self.launch_delays["latency"]), "share": None},
+            {"kind": "queue_delay", **stats.stats(self.launch_delays["queue"]), "share": None},
         ]
-        frame = pl.DataFrame(rows, schema={"kind": pl.String, **{k: pl.Int64 for k in stats.STATS}})
-        return frame.with_columns(share=pl.col("total") / self.window_ns if self.window_ns else pl.lit(0.0))
+        return pl.DataFrame(rows, schema={"kind": pl.String, **{k: pl.Int64 for k in stats.STATS}, "share": pl.Float64})
+
+    @cached_property
+    def _windows(self) -> pl.DataFrame:
+        """The profiler step windows (see ntrace.analyses.steps.step_windows)."""
+        return step_windows(self.select_complete("idx", "name", "ts", "end", "dur", where=HOST & pl.col("name").str.starts_with("ProfilerStep#")))
 
     @cached_property
     def steps(self) -> pl.DataFrame:
-        """One row per ProfilerStep#N window with per-lane busy time and hardware idle inside it."""
-        spans, names = self._spans
-        steps = self.select_complete(is_step(pl.col("name"))).to_series()
-        windows = step_windows(self.select_complete("name", "ts", "end", "dur", where=pl.col("name").str.starts_with("ProfilerStep#")))
-        return step_totals(windows, spans, max(len(names), 1), steps)
+        """One row per ProfilerStep#N window: step, name, start, end, dur and the busy ns of each lane's host events inside it."""
+        host = self.select_complete("lane", "ts", "end", where=HOST & ~is_step(pl.col("name")))
+        return host_busy(self._windows, host)
+
+    @cached_property
+    def _step_work(self) -> tuple[pl.DataFrame, tuple[int, int]]:
+        """Per (step, device) the device work each step launched, and the (count, ns) of device work in no step."""
+        work = self.activities.select("idx", device="pid", ts="ts", end="end", dur="dur").join(
+            self.links.select(idx="exec_idx", call_idx="call_idx").join(self.calls.select(call_idx="idx", call_ts="ts"), on="call_idx"), on="idx", how="left"
+        )
+        return device_work(self._windows, work.with_columns(pl.col("device").fill_null("?")))
+
+    @property
+    def step_devices(self) -> pl.DataFrame:
+        """Per (step, device): events, busy, idle, span of the device activities the step launched (busy + idle = span)."""
+        return self._step_work[0]
+
+    @property
+    def outside_steps(self) -> tuple[int, int]:
+        """The device activities launched in no step: (count, ns)."""
+        return self._step_work[1]
 
     @cached_property
     def _tree_events(self) -> pl.DataFrame:
         """The complete events torch builds its op tree from, with the columns the op tree and table read, in idx order."""
-        return self.select_complete("idx", "pid", "tid", "ts", "end", "lane", "name", "input_dims", "dur", where=opmod.TREE_EVENT)
+        return self.select_complete("idx", "pid", "tid", "ts", "end", "dur", "name", "cat", "input_dims", where=opmod.TREE_EVENT)
 
     @cached_property
-    def _tree(self) -> tuple[pl.DataFrame, pl.Series]:
-        """The nesting frame and, row for row, each event's parent row (see ntrace.analyses.ops.op_tree)."""
-        return opmod.op_tree(self._tree_events.select("idx", "pid", "tid", "ts", "end", "lane"))
-
-    @property
     def nesting(self) -> pl.DataFrame:
-        """Per host event torch's op tree is built from: idx, parent_idx, depth, open_pos, close_pos, op_idx (innermost framework op around it)."""
-        return self._tree[0]
+        """torch's op tree of the host events, in its walking order: idx, parent_idx, depth, pos, parent, last and the event's columns (see ntrace.analyses.nesting.tree)."""
+        return opmod.op_tree(self._tree_events)
 
     @cached_property
     def device(self) -> str:
@@ -190,33 +218,51 @@ class Profile:
 
     @cached_property
     def attribution(self) -> pl.DataFrame:
-        """One row per hardware execution: (exec_idx, dur, call_idx, op_idx), the framework op it is self device time of."""
-        return opmod.device_attribution(self.executions, self.links, self.nesting)
+        """One row per device activity: (idx, dur, call_idx, op_idx), the op it is own device time of (null when no op launched it)."""
+        return opmod.attribution(self.activities, self.links, self.nesting, self.calls)
+
+    @cached_property
+    def device_ns(self) -> int:
+        """All device activity, ns: the device footer of torch's table."""
+        return int(self.activities["dur"].sum())
 
     @cached_property
     def op_groups(self) -> pl.DataFrame:
-        """The op table before any view: sums per (name, input_dims), plus the unlinked device time row (see ntrace.analyses.ops.op_groups)."""
-        nest, parent = self._tree
-        return opmod.op_groups(self._tree_events.select("idx", "name", "input_dims", "dur"), nest, parent, self.attribution)
-
-    @cached_property
-    def hardware_ns(self) -> int:
-        """All hardware execution time, ns: the attribution has one row per execution."""
-        return int(self.attribution["dur"].sum())
+        """The op table before any view: sums per (name, user_annotation, input_dims), plus the unlinked device time row (see ntrace.analyses.ops.op_groups)."""
+        return opmod.op_groups(self.nesting, self.attribution)
 
     @cached_property
     def self_cpu_ns(self) -> int:
-        """Self CPU time over every op, ns: the footer of torch's table."""
-        return opmod.self_cpu_time(self.nesting, self._tree_events)
+        """Self CPU time over every op, ns: the CPU footer of torch's table."""
+        return opmod.self_cpu_total(self.nesting)
+
+    @cached_property
+    def kernels(self) -> pl.DataFrame:
+        """Per device activity name: calls, total, mean, min, max, share of device time, streams (see ntrace.analyses.ops.kernels)."""
+        return opmod.kernels(self.activities, self.device_ns)
 
     @cached_property
     def findings(self) -> pl.DataFrame:
-        """What to look at first: device hotspots, runs of small executions, host→device copies (see ntrace.analyses.findings)."""
-        return findmod.findings(self.complete_rows(), self.attribution, self.executions, self.links, self.nesting, self.device, self.hardware_ns)
+        """What to look at first: device hotspots, runs of small executions, scalar host→device copies (see ntrace.analyses.findings)."""
+        launched = self.attribution.join(self.activities.select("idx", "name", "ts", "bytes"), on="idx").join(
+            self.nesting.select(op_idx="idx", op="key"), on="op_idx", how="left"
+        )
+        return findmod.findings(self.op_table(), launched, self.executions, self.device, self.device_ns)
+
+    @cached_property
+    def analysis_warnings(self) -> tuple[str, ...]:
+        """What the analysis found doubtful in the trace (torch's rules giving negative self CPU, steps overlapping), one line each."""
+        out = []
+        rows = opmod.op_rows(self.nesting, self.attribution)
+        if negative := rows.filter(pl.col("self_cpu") < 0).height:
+            out.append(f"{self.trace.path}: {negative} events have negative self CPU: children that partly overlap each other, whose overlap torch's rule subtracts twice")
+        if overlaps := overlapping(self._windows):
+            out.append(f"{self.trace.path}: {overlaps} profiler steps start before the previous one ends; an event counts in the last step started")
+        return tuple(out)
 
     def op_table(self, view: OpView = OpView()) -> pl.DataFrame:
         """The per-op table of torch's key_averages() (ns) in a view: sorted by a torch key, cut to its top rows, grouped by shape."""
-        return opmod.op_table(self.op_groups, self.hardware_ns, view)
+        return opmod.op_table(self.op_groups, self.self_cpu_ns, self.device_ns, view)
 
     @cached_property
     def ops(self) -> pl.DataFrame:
@@ -239,10 +285,12 @@ class Profile:
             self._both_branches()
         trace = self.trace
         return Summary(
-            path=trace.path, variant=trace.variant, meta=trace.meta, warnings=trace.warnings,
-            window=self.window, events=self.complete_count, device=self.device, hardware_ns=self.hardware_ns, self_cpu_ns=self.self_cpu_ns,
-            lanes=self.lanes, categories=self.categories, tracks=self.tracks, gaps=self.gaps, steps=self.steps,
-            op_groups=self.op_groups, findings=self.findings, idle_gaps=self.hardware_idle["gap"], launch_delays=self.launch_delays["delay"],
+            path=trace.path, variant=trace.variant, meta=trace.meta, warnings=(*trace.warnings, *self.analysis_warnings),
+            window=self.window, events=self.complete_count, device=self.device, device_ns=self.device_ns, self_cpu_ns=self.self_cpu_ns,
+            lanes=self.lanes, categories=self.categories, tracks=self.tracks, gaps=self.gaps,
+            steps=self.steps, step_devices=self.step_devices, outside_steps=self.outside_steps,
+            op_groups=self.op_groups, kernels=self.kernels, findings=self.findings,
+            idle_gaps=self.hardware_idle["gap"], launch_latencies=self.launch_delays["latency"], queue_delays=self.launch_delays["queue"],
         )  # fmt: skip
 
     def timeline(self) -> Timeline:

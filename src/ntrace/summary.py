@@ -19,7 +19,7 @@ import orjson
 import polars as pl
 
 #: The definitions a Summary follows (docs/definitions.md); bumped whenever a figure's meaning changes.
-ANALYSIS_VERSION = 1
+ANALYSIS_VERSION = 2
 
 #: The modules whose code computes a Summary: a stored one is reused only when these are unchanged.
 _ANALYSIS_CODE = ("analyses", "profile.py", "summary.py", "lanes.py", "trace.py")
@@ -37,6 +37,11 @@ def analysis_digest() -> str:
     return digest.hexdigest()
 
 
+#: The Summary fields kept as one column, and those kept as tuples (JSON lists once stored).
+_SERIES = ("idle_gaps", "launch_latencies", "queue_delays")
+_TUPLES = ("window", "warnings", "outside_steps")
+
+
 @dataclass(frozen=True)
 class Timeline:
     """What the HTML timeline draws for one trace: its complete events (lane, track, ts, end, dur, name) and its hardware idle gaps (track, gap_start, gap)."""
@@ -47,7 +52,7 @@ class Timeline:
 
 @dataclass(frozen=True)
 class Summary:
-    """One trace's results: identity, the window, lane/track/gap/step/op/finding frames (ns Int64) and the numbers the op table's footer prints."""
+    """One trace's results: identity, the window, lane/track/gap/step/op/kernel/finding frames (ns Int64) and the footers of torch's table (docs/definitions.md)."""
 
     path: Path
     variant: str | None
@@ -56,17 +61,21 @@ class Summary:
     window: tuple[int, int]  # first start, last end (ns)
     events: int  # complete events
     device: str  # what the op table's device columns are named for (NEURON, CUDA, …, or "none")
-    hardware_ns: int  # all hardware execution time
-    self_cpu_ns: int  # self CPU over every op: the op table's footer
+    device_ns: int  # all device activity: the op table's device footer
+    self_cpu_ns: int  # self CPU over every op: the op table's CPU footer
     lanes: pl.DataFrame
     categories: pl.DataFrame
     tracks: pl.DataFrame
     gaps: pl.DataFrame
-    steps: pl.DataFrame
+    steps: pl.DataFrame  # per step window: host busy per lane
+    step_devices: pl.DataFrame  # per (step, device): the device work the step launched
+    outside_steps: tuple[int, int]  # device activities in no step: count, ns
     op_groups: pl.DataFrame
+    kernels: pl.DataFrame
     findings: pl.DataFrame
     idle_gaps: pl.Series  # every hardware idle gap (ns), for statistics pooled over several traces
-    launch_delays: pl.Series  # every launch delay (ns), likewise
+    launch_latencies: pl.Series  # every launch latency (ns), likewise
+    queue_delays: pl.Series  # every queue delay (ns), likewise
     timeline: Timeline | None = field(default=None, compare=False)  # computed only when a report asks for it
 
     @property
@@ -105,10 +114,10 @@ class Summary:
             kwargs: dict[str, Any] = dict(doc["values"])
             for name, text in doc["frames"].items():
                 frame = pl.read_ipc(io.BytesIO(base64.b64decode(text)))
-                kwargs[name] = frame.to_series() if name in ("idle_gaps", "launch_delays") else frame
+                kwargs[name] = frame.to_series() if name in _SERIES else frame
             kwargs["path"] = Path(kwargs["path"])
-            kwargs["window"] = tuple(kwargs["window"])
-            kwargs["warnings"] = tuple(kwargs["warnings"])
+            for name in _TUPLES:
+                kwargs[name] = tuple(kwargs[name])
             return cls(**kwargs)
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, pl.exceptions.PolarsError, OSError):
             return None

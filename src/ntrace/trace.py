@@ -37,6 +37,7 @@ EVENT_SCHEMA = pl.Schema(
         "stream": pl.Int64(),
         "device": pl.Int64(),
         "sequence": pl.Int64(),  # args["Sequence number"]
+        "bytes": pl.Int64(),  # args["bytes"]: the size of a copy or fill
         "input_dims": pl.String(),  # args["Input Dims"] as compact JSON text, for grouping by shape
     }
 )

@@ -8,6 +8,13 @@ def us(ns: int | float | None) -> float:
     return 0.0 if ns is None else round(ns / 1000.0, 3)
 
 
+def us_text(ns: int) -> str:
+    """Integer ns as exact decimal µs text with three decimals (1712195495505582988 → "1712195495505582.988"): no binary float on the way out."""
+    sign = "-" if ns < 0 else ""
+    whole, frac = divmod(abs(ns), 1000)
+    return f"{sign}{whole}.{frac:03d}"
+
+
 def fmt_time(ns: int | float | None) -> str:
     """A duration as torch prints it: 12.345us, 1.235ms or 2.000s."""
     if ns is None:

@@ -1,7 +1,8 @@
-"""Findings: what a reader should look at first — device hotspots, fusable runs of small executions, host→device copies inside ops.
+"""Findings: what a reader should look at first — device hotspots, fusable runs of small executions, scalar-sized host→device copies inside compute ops.
 
-Each finding is one row: kind, the op or track it is about, a one-line summary, the time at stake
-(ns) and the events it rests on (idx, name, ts, dur), so every claim can be checked in the trace.
+Each finding is one row: kind, the op or track it is about, a one-line summary, the time at
+stake (ns) and the events it rests on (name, start, duration, and the op that launched each),
+so every claim can be checked in the trace. Hotspots count calls and time as the op table does.
 """
 
 from __future__ import annotations
@@ -10,16 +11,18 @@ from typing import Any, Callable
 
 import polars as pl
 
-from ntrace.analyses.ops import launching_ops, op_around, op_name
+from ntrace.analyses.ops import UNLINKED
 from ntrace.units import fmt_pct, fmt_time
 
-EVENT = pl.Struct({"idx": pl.Int64, "name": pl.String, "ts": pl.Int64, "dur": pl.Int64})
+EVENT = pl.Struct({"idx": pl.Int64(), "name": pl.String(), "ts": pl.Int64(), "dur": pl.Int64(), "op": pl.String()})
 FINDING_SCHEMA = pl.Schema({"kind": pl.String(), "subject": pl.String(), "summary": pl.String(), "time": pl.Int64(), "events": pl.List(EVENT)})
 
-#: Runtime calls that copy host memory to the device whatever their arguments say.
-HOST_TO_DEVICE_CALLS: tuple[str, ...] = ("nrt_tensor_write",)
 #: Device-side copy names that say host→device (CUDA's "Memcpy HtoD (Pageable -> Device)", Neuron's "Memcpy HtoD").
 _HTOD = r"(?i)htod|host\s*to\s*device"
+#: Largest copy that is a scalar moved per call (a few values), not a batch of input data.
+SCALAR_BYTES = 64
+#: Ops whose job is to copy: a copy inside them is the point of the op, not a hidden cost.
+COPY_OPS: tuple[str, ...] = ("aten::copy_", "aten::to", "aten::_to_copy", "aten::contiguous", "aten::clone", "aten::pin_memory", "aten::_copy_from")
 
 #: Idle gaps longer than this (1 ms) are the host doing other work, not dispatch overhead that fusion removes.
 MAX_DISPATCH_GAP = 1_000_000
@@ -28,21 +31,9 @@ MAX_DISPATCH_GAP = 1_000_000
 MAX_EVENTS = 8
 
 
-def _select(complete: pl.LazyFrame, *columns: str | pl.Expr, where: pl.Expr, **named: str | pl.Expr) -> pl.DataFrame:
-    """`columns` of the complete events where `where` holds, in file order (only the columns read are copied)."""
-    out = complete.filter(where.fill_null(False)).select(*columns, **named).collect()
-    return out.with_columns(pl.col("idx").set_sorted()) if "idx" in out.columns else out
-
-
-def _events() -> pl.Expr:
-    """The first MAX_EVENTS events of a group, as a list of (idx, name, ts, dur) structs."""
-    return pl.struct("idx", "name", "ts", "dur").sort_by("ts").head(MAX_EVENTS).alias("events")
-
-
-def _with_events(chosen: pl.DataFrame, rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """The chosen groups with the events column listed from `rows` for them alone (listing every group's events costs more than the rest)."""
-    listed = rows.join(chosen.select(keys), on=keys).group_by(keys).agg(_events())
-    return chosen.join(listed, on=keys, how="left", maintain_order="left")
+def _events(op: pl.Expr = pl.lit(None, pl.String)) -> pl.Expr:
+    """The first MAX_EVENTS events of a group (by start), as a list of (idx, name, ts, dur, op) structs."""
+    return pl.struct("idx", "name", "ts", "dur", op.alias("op")).sort_by("ts", "idx").head(MAX_EVENTS).alias("events")
 
 
 def _finding(frame: pl.DataFrame, kind: str, subject: str, summary: Callable[[dict[str, Any]], str]) -> pl.DataFrame:
@@ -57,37 +48,34 @@ def _finding(frame: pl.DataFrame, kind: str, subject: str, summary: Callable[[di
     ).cast(FINDING_SCHEMA)
 
 
-def hotspots(complete: pl.LazyFrame, attribution: pl.DataFrame, executions: pl.DataFrame, device: str, hw_total: int, top: int = 3) -> pl.DataFrame:
-    """The ops with the most self device time, each with the hardware executions attributed to it (device_attribution's rows)."""
-    dev = device
-    execs = attribution.filter(pl.col("op_idx").is_not_null())
-    if execs.is_empty() or not hw_total:
+def hotspots(table: pl.DataFrame, launched: pl.DataFrame, device: str, device_ns: int, top: int = 3) -> pl.DataFrame:
+    """The op table rows (ops, not annotations or the unlinked row) with the most self device time, each with the device activities it launched.
+
+    `table` is the op table by name; `launched` holds each attributed device activity (idx, name, ts, dur) with its launching op's row name (`op`).
+    """
+    rows = table.filter(~pl.col("user_annotation") & (pl.col("name") != UNLINKED) & (pl.col("self_device") > 0))
+    if rows.is_empty() or not device_ns:
         return pl.DataFrame(schema=FINDING_SCHEMA)
-    ops = _select(complete, op_idx="idx", op=op_name(pl.col("name").fill_null("")), where=pl.col("idx").is_in(execs["op_idx"].implode()))
-    named = execs.join(ops, on="op_idx").join(executions.select(exec_idx="idx", name="name", ts="ts"), on="exec_idx")
-    per_op = (
-        named.rename({"exec_idx": "idx"})
-        .group_by("op")
-        .agg(time=pl.col("dur").sum(), calls=pl.col("op_idx").n_unique(), execs=pl.len(), events=_events())
-        .sort(["time", "op"], descending=[True, False])
-        .head(top)
-    )
+    chosen = rows.sort(["self_device", "name"], descending=[True, False]).head(top).select(op="name", time="self_device", calls="calls")
+    listed = launched.join(chosen.select("op"), on="op").group_by("op").agg(_events(pl.col("op")), activities=pl.len())
+    per_op = chosen.join(listed, on="op", how="left", maintain_order="left").with_columns(pl.col("activities").fill_null(0))
     return _finding(
         per_op,
         "device_hotspot",
         "op",
-        lambda r: f"{r['op']}: {fmt_time(r['time'])} self {dev} time ({fmt_pct(r['time'] / hw_total)} of all device time) in {r['calls']} calls, {r['execs']} executions",
+        lambda r: f"{r['op']}: {fmt_time(r['time'])} self {device} time ({fmt_pct(r['time'] / device_ns)} of all device time) in "
+        f"{_count(r['calls'], 'call')}, {_count(r['activities'], 'device activity', 'device activities')}",
     )
 
 
 def small_runs(executions: pl.DataFrame, top: int = 3, max_gap: int = MAX_DISPATCH_GAP) -> pl.DataFrame:
-    """Runs of ≥3 consecutive executions on one device where each is followed by an idle gap longer than itself.
+    """Runs of ≥3 consecutive executions on one device (idx, name, ts, end, dur, track) where each is followed by an idle gap longer than itself.
 
     Fused into one execution, the run would lose its inner idle gaps: that sum is the time reported.
     A gap longer than `max_gap` ns is not a dispatch gap (the host was busy elsewhere) and ends a run.
     """
     hw = (
-        executions.sort(["track", "ts", "end"])
+        executions.sort(["track", "ts", "end", "idx"])
         .with_columns(gap_after=(pl.col("ts").shift(-1) - pl.col("end")).over("track"))
         .with_columns(small=((pl.col("gap_after") > pl.col("dur")) & (pl.col("gap_after") <= max_gap)).fill_null(False))
         .with_columns(run=(~pl.col("small").shift(1).fill_null(False)).cum_sum().over("track"))
@@ -99,13 +87,14 @@ def small_runs(executions: pl.DataFrame, top: int = 3, max_gap: int = MAX_DISPAT
             time=pl.col("gap_after").filter(pl.col("small")).sum(),
             busy=pl.col("dur").sum(),
             first=pl.col("ts").min(),
+            events=_events(),
         )
         .filter(pl.col("execs") >= 3)
         .sort(["time", "first"], descending=[True, False])
         .head(top)
     )
     return _finding(
-        _with_events(runs, hw, ["track", "run"]),
+        runs,
         "small_executions",
         "track",
         lambda r: f"{r['track']}: {r['execs']} executions ({fmt_time(r['busy'])} busy) separated by {fmt_time(r['time'])} of idle gaps, "
@@ -113,52 +102,40 @@ def small_runs(executions: pl.DataFrame, top: int = 3, max_gap: int = MAX_DISPAT
     )
 
 
-def host_to_device_copies(complete: pl.LazyFrame, links: pl.DataFrame, nest: pl.DataFrame) -> pl.DataFrame:
-    """Ops that copy host memory to the device while they run: the copy call, the device copy it started, and the op."""
-    device_side = _select(complete, "idx", "name", where=pl.col("side") == "device")
-    copies = device_side.filter(pl.col("name").str.contains(_HTOD).fill_null(False))  # the pattern runs on device-side names only
-    by_device = launching_ops(copies, links, nest).filter(pl.col("op_idx").is_not_null())
-    calls = _select(complete, "idx", where=(pl.col("lane") == "runtime_api") & pl.col("name").is_in(HOST_TO_DEVICE_CALLS))
-    by_call = calls.with_columns(op_idx=op_around(nest, calls["idx"])).filter(pl.col("op_idx").is_not_null())
-    members = pl.concat(
-        [
-            by_call.select("op_idx", "idx"),
-            by_device.select("op_idx", idx="exec_idx"),
-            by_device.filter(pl.col("call_idx").is_not_null()).select("op_idx", idx="call_idx"),
-        ]
-    ).unique()
-    if members.is_empty():
+def scalar_copies(copies: pl.DataFrame) -> pl.DataFrame:
+    """Compute ops that copy a scalar from host to device on every call: the device copies (idx, name, ts, dur, bytes, op, op_idx) of at most SCALAR_BYTES launched by an op that is not a copy op.
+
+    Large copies (input batches, often from pinned memory) are the data a step needs, not a cost fusion or a device-side constant removes, so they are not reported.
+    """
+    small = copies.filter(
+        pl.col("name").str.contains(_HTOD).fill_null(False) & (pl.col("bytes") <= SCALAR_BYTES).fill_null(False)
+        & pl.col("op").is_not_null() & ~pl.col("op").is_in(COPY_OPS)
+    )  # fmt: skip
+    if small.is_empty():
         return pl.DataFrame(schema=FINDING_SCHEMA)
-    involved = _select(complete, "idx", "name", "ts", "dur", "side", where=pl.col("idx").is_in(pl.concat([members["idx"], members["op_idx"]]).implode()))
-    ops = involved.select(op_idx="idx", op="name", op_ts="ts", op_dur="dur")
-    named = members.join(involved.select("idx", "name", "ts", "dur", "side"), on="idx").join(ops, on="op_idx")
-    op_rows = named.select(idx="op_idx", name="op", ts="op_ts", dur="op_dur", op="op").unique()
-    listed = pl.concat([op_rows, named.select("idx", "name", "ts", "dur", "op")])
     per_op = (
-        listed.group_by("op")
-        .agg(
-            calls=pl.col("idx").filter(pl.col("name") == pl.col("op")).n_unique(),
-            events=_events(),
-        )
-        .join(named.group_by("op").agg(time=pl.col("dur").filter(pl.col("side") == "device").sum(), names=pl.col("name").unique().sort().str.join(", ")), on="op")
+        small.group_by("op")
+        .agg(time=pl.col("dur").sum(), copies=pl.len(), calls=pl.col("op_idx").n_unique(), largest=pl.col("bytes").max(), events=_events(pl.col("op")))
         .sort("op")
     )
     return _finding(
         per_op,
         "host_to_device_copy",
         "op",
-        lambda r: f"{r['op']} copies host memory to the device inside the op ({r['names']}; {fmt_time(r['time'])} on the device over "
-        f"{r['calls']} calls): a CPU scalar or tensor moved per call — create it on the device once",
+        lambda r: f"{r['op']} copies a {r['largest']}-byte value from host to device inside the op on every call ({_count(r['copies'], 'copy', 'copies')}, "
+        f"{fmt_time(r['time'])} on the device): a CPU scalar moved per call — create it on the device once",
     )
 
 
-def findings(
-    complete: pl.LazyFrame, attribution: pl.DataFrame, executions: pl.DataFrame, links: pl.DataFrame, nest: pl.DataFrame, device: str, hardware_ns: int
-) -> pl.DataFrame:
-    """Every finding for one trace: hotspots first, then fusable small-execution runs, then host→device copies.
+def _count(n: int, one: str, many: str | None = None) -> str:
+    """`n` with its noun in the right number: 1 call, 2 calls."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
-    `complete` is the trace's complete events (lazy: each finding copies only what it reads);
-    the rest are the analyses they rest on (ops.device_attribution, the hardware executions with
-    their track, links.launch_links, ops.op_tree's nesting).
+
+def findings(table: pl.DataFrame, launched: pl.DataFrame, executions: pl.DataFrame, device: str, device_ns: int) -> pl.DataFrame:
+    """Every finding for one trace: hotspots first, then fusable small-execution runs, then scalar host→device copies.
+
+    `table` is the op table by name, `launched` every attributed device activity (idx, name, ts,
+    dur, bytes, op, op_idx), `executions` the hardware executions with their track.
     """
-    return pl.concat([hotspots(complete, attribution, executions, device, hardware_ns), small_runs(executions), host_to_device_copies(complete, links, nest)])
+    return pl.concat([hotspots(table, launched, device, device_ns), small_runs(executions), scalar_copies(launched)])

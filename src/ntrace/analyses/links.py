@@ -1,4 +1,4 @@
-"""Launch links: which runtime-API call started which device activity, by correlation id or by ac2g flow."""
+"""Launch links: which runtime-API call started which device activity, by correlation id or by ac2g flow (docs/definitions.md section 3)."""
 
 from __future__ import annotations
 
@@ -6,57 +6,65 @@ import polars as pl
 
 _LINK_SCHEMA = pl.Schema({"call_idx": pl.Int64(), "exec_idx": pl.Int64(), "via": pl.String()})
 
+#: The device activities: every device-side event but the annotation ranges drawn over kernels.
+ACTIVITY = (pl.col("side") == "device") & (pl.col("cat").str.to_lowercase() != "gpu_user_annotation").fill_null(True)
+#: The runtime calls that launch them.
+CALL = pl.col("lane") == "runtime_api"
+
 
 def launch_links(events: pl.DataFrame, complete: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
-    """One row per device-side activity linked to the runtime call that launched it: (call_idx, exec_idx, via).
+    """One row per device activity linked to the runtime call that launched it: (call_idx, exec_idx, via), sorted by exec_idx.
 
-    Correlation ids are the primary key (Kineto writes them on both sides); ac2g flows fill in
-    activities whose correlation is missing. Each activity gets at most one call. `complete` is
-    `events`' complete events (or those among them that can take part: runtime calls and device-side
-    activities), eager or lazy: lazy, each query below copies only the columns it reads.
+    Correlation ids come first (for each id, the first call in file order carrying it); ac2g
+    flows link the activities still unlinked. `complete` holds the trace's complete events (or
+    those that can take part: runtime calls and device activities) in file order, eager or lazy.
     """
-    slices = complete.lazy().select("idx", "lane", "side", "correlation", "pid", "tid", "ts")
-    calls = slices.filter(pl.col("lane") == "runtime_api")
-    execs = slices.filter(pl.col("side") == "device")
+    slices = complete.lazy().select("idx", "lane", "side", "cat", "correlation", "pid", "tid", "ts")
+    calls = slices.filter(CALL)
+    activities = slices.filter(ACTIVITY)
     by_corr = (
         calls.filter(pl.col("correlation").is_not_null())
-        .unique("correlation", keep="first")
+        .unique("correlation", keep="first", maintain_order=True)
         .select("correlation", call_idx="idx")
-        .join(execs.filter(pl.col("correlation").is_not_null()).select("correlation", exec_idx="idx"), on="correlation")
+        .join(activities.filter(pl.col("correlation").is_not_null()).select("correlation", exec_idx="idx"), on="correlation")
         .select("call_idx", "exec_idx", via=pl.lit("correlation"))
         .collect()
     )
-    by_flow = _flow_links(events, calls, execs, by_corr["exec_idx"])
-    # correlation alone gives each activity one call (one call per correlation id); flows may bind an activity twice
-    links = by_corr if by_flow.is_empty() else pl.concat([by_corr, by_flow], how="vertical").unique("exec_idx", keep="first", maintain_order=True)
-    return links.cast(_LINK_SCHEMA).sort("exec_idx")
+    by_flow = _flow_links(events, calls, activities, by_corr["exec_idx"])
+    return pl.concat([by_corr.cast(_LINK_SCHEMA), by_flow.cast(_LINK_SCHEMA)]).sort("exec_idx")
 
 
-def _flow_links(events: pl.DataFrame, calls: pl.LazyFrame, execs: pl.LazyFrame, linked: pl.Series) -> pl.DataFrame:
-    """Links from ac2g flow pairs: each flow end binds to the first slice on its track (pid, tid) that starts at the flow's ts.
+def _flow_links(events: pl.DataFrame, calls: pl.LazyFrame, activities: pl.LazyFrame, linked: pl.Series) -> pl.DataFrame:
+    """Links made by ac2g flows for the activities not `linked` by correlation.
 
-    Only activities not `linked` by correlation can use a flow link, so only their flows are
-    followed to the call side.
+    A flow event binds to the first runtime call, or the first device activity, starting at its
+    (pid, tid, ts); a flow id bound to a call and to an unlinked activity links them (the first of
+    each, in file order, when it binds to several; an activity bound by two flow ids goes to the
+    one that appears first).
     """
-    ends = (
-        events.lazy()  # lazy: only the columns used are copied out of the events frame
-        .filter(pl.col("flow_id").is_not_null() & pl.col("ph").is_in(["s", "f"]) & (pl.col("cat") == "ac2g"))
-        .select("flow_id", "pid", "tid", "ts")
-        .collect(engine="in-memory")  # the streaming engine is slower on this small query
+    flows = (
+        events.lazy()
+        .filter(pl.col("flow_id").is_not_null() & pl.col("ph").is_in(["s", "f"]) & (pl.col("cat").str.to_lowercase() == "ac2g"))
+        .select("idx", "flow_id", "pid", "tid", "ts")
+        .collect(engine="in-memory")
     )
-    if ends.is_empty():
+    if flows.is_empty():
         return pl.DataFrame(schema=_LINK_SCHEMA)
+    point = ["pid", "tid", "ts"]
+    order = flows.group_by("flow_id").agg(pl.col("idx").min().alias("_first"))
 
-    def bound(ends: pl.DataFrame, keyed: pl.DataFrame, name: str) -> pl.DataFrame:
-        return ends.join(keyed, on=["pid", "tid", "ts"]).select("flow_id", pl.col("idx").alias(name)).unique("flow_id")
+    def first_at(slices: pl.LazyFrame) -> pl.DataFrame:
+        """The first of `slices` (file order) at each point where a flow event lies."""
+        at = slices.select(*point, "idx").join(flows.lazy().select(point).unique(), on=point, how="semi")
+        return at.sort("idx").unique(point, keep="first", maintain_order=True).collect()
 
-    def first_at(slices: pl.LazyFrame, points: pl.DataFrame) -> pl.DataFrame:
-        """The first of `slices` at each of `points` (pid, tid, ts); only slices at those points are looked at."""
-        at = slices.select("pid", "tid", "ts", "idx").join(points.lazy().select("pid", "tid", "ts").unique(), on=["pid", "tid", "ts"], how="semi", maintain_order="left")
-        return at.unique(["pid", "tid", "ts"], keep="first").collect()
-
-    unlinked = execs.filter(~pl.col("idx").is_in(linked.implode())).select("idx", "pid", "tid", "ts").collect()
-    to_execs = bound(ends, first_at(execs, unlinked).filter(pl.col("idx").is_in(unlinked["idx"].implode())), "exec_idx")
-    to_flows = ends.filter(pl.col("flow_id").is_in(to_execs["flow_id"].implode()))
-    to_calls = bound(to_flows, first_at(calls, to_flows), "call_idx")
-    return to_calls.join(to_execs, on="flow_id").select("call_idx", "exec_idx", via=pl.lit("flow"))
+    bound_calls = flows.join(first_at(calls), on=point).group_by("flow_id").agg(call_idx=pl.col("idx_right").min())
+    unlinked = first_at(activities).filter(~pl.col("idx").is_in(linked.implode()))
+    bound_execs = flows.join(unlinked, on=point).group_by("flow_id").agg(exec_idx=pl.col("idx_right").min())
+    return (
+        bound_calls.join(bound_execs, on="flow_id")
+        .join(order, on="flow_id")
+        .sort("_first")
+        .unique("exec_idx", keep="first", maintain_order=True)
+        .select("call_idx", "exec_idx", via=pl.lit("flow"))
+    )

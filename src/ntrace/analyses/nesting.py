@@ -1,131 +1,145 @@
-"""Parent/child relations of host events per thread: which event directly encloses which, computed over whole columns.
+"""Torch's op tree over host events, as whole-column operations: each event's parent, depth and subtree by torch's own stack rule, partial overlaps included.
 
-Among host-side complete events on the same (pid, tid) the parent of an event is the innermost
-event that contains it, with torch's tie rules (profiler_util._populate_cpu_children): events are
-ordered by (start, longer first, file order); an event that starts where another ends is its
-sibling; of two identical spans the first in the file is the parent. Events on one thread are
-assumed to nest properly (Kineto writes them so); partly overlapping spans get no defined parent.
+torch (profiler_util.EventList._populate_cpu_children) walks each thread's events in (start,
+longer first, file order) order with a stack, popping every entry the new event does not fit
+inside (it starts at or after the entry's end, or ends after it). Walked that way, an event's
+parent is the nearest earlier event on its thread whose end reaches it: end ≥ its end, or, for
+a zero-length event, end > its start. (Every event in between ends before that, so it is
+neither still on the stack nor a container; and that earlier event was never popped, as
+nothing in between ends after it.) So a span that starts inside an op and outlives it becomes a
+child of the innermost span holding it whole, as in torch. And an event's descendants are the
+events after it in that order up to its last descendant: a contiguous run.
+
+"Nearest earlier position whose value reaches a threshold" is computed for all positions at
+once by pointer jumping (`previous_reaching`): each position points at a candidate and, while
+the candidate falls short, jumps to the candidate's own candidate, skipping only values that
+fall short too. The loops run over O(log n) rounds (or over tree depth), never over events.
 """
 
 from __future__ import annotations
-
-from typing import cast
 
 import polars as pl
 
 from ntrace.analyses.totals import thread_key
 
-#: The rank of an end that sorts before every start at its time.
-_FIRST = -(2**63)
-
-_NEST_SCHEMA = pl.Schema({"idx": pl.Int64(), "parent_idx": pl.Int64(), "depth": pl.Int64(), "open_pos": pl.Int64(), "close_pos": pl.Int64()})
-
-
 #: The complete events that run on host threads and take part in nesting (the profiler's own "Trace" span excluded).
-HOST_EVENT = (pl.col("side") == "host") & (pl.col("cat") != "Trace").fill_null(True)
+HOST_EVENT = (pl.col("side") == "host") & (pl.col("cat").str.to_lowercase() != "trace").fill_null(True)
 
 
-def tree(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
-    """Per event: (idx, parent_idx, depth, open_pos, close_pos) in idx order, parent_idx null at the top of a thread; and per row the row of its parent (null there too).
-
-    depth counts enclosing events; open_pos/close_pos are the event's start and end in one global
-    order of points (by thread, then time), so an event's descendants are exactly the events that
-    open between its own open_pos and close_pos.
-
-    Start and end points are sorted so that at equal times ends come before starts and a
-    zero-length event closes right after it opens; the running count of open events then gives each
-    event's depth, and its parent is the last event opened before it one level up (join_asof).
-    """
-    if events.is_empty():
-        return pl.DataFrame(schema=_NEST_SCHEMA), pl.Series("parent_row", [], dtype=pl.Int64)
-    events = events.sort("idx")  # a no-op on Profile frames (flagged sorted); row order is then file order, torch's last tie-break
+def tree_order(events: pl.DataFrame) -> pl.DataFrame:
+    """`events` (idx, pid, tid, ts, end, …) in torch's walking order: by thread, start, end descending, file order; with `thread` (an integer per thread) and `first` (the thread's first event)."""
     thread = thread_key(pl.col("pid").fill_null("?"), pl.col("tid").fill_null("?"))
-    spans = events.select(thread, "ts", "end", row=pl.int_range(pl.len(), dtype=pl.Int64))
-    zero = pl.col("end") == pl.col("ts")
-    # Four integer columns per point: thread, time, `rank` (ends first, then longer spans first; a zero-length
-    # event's end ranks as its own start) and `key` = row * 2 + (0 for a start, 1 for an end).
-    starts = spans.select("thread", t="ts", rank=-pl.col("end"), key=pl.col("row") * 2)
-    ends = spans.select("thread", t="end", rank=pl.when(zero).then(-pl.col("end")).otherwise(pl.lit(_FIRST)), key=pl.col("row") * 2 + 1)
-    # Every (t, rank, key) is distinct, so a stable sort by thread after it gives the full order;
-    # each thread's points add up to zero, so the running count over all threads is each thread's own.
-    if _packs(spans):
-        order = _in_rank_order(starts, ends, spans.height).select("thread", "t", "key").sort("t", maintain_order=True)
-    else:
-        order = pl.concat([starts, ends]).sort(["t", "rank", "key"]).select("thread", "t", "key")
-    # Rows, positions and depths are Int32 (exact below 2**31 points), cast back to Int64 at the end.
-    points = (
-        order.sort("thread", maintain_order=True)
-        .select(row=(pl.col("key") // 2).cast(pl.Int32), delta=(1 - 2 * (pl.col("key") % 2)).cast(pl.Int32))
-        .with_columns(pos=pl.int_range(pl.len(), dtype=pl.Int32), depth=pl.col("delta").cum_sum() - 1)
+    ordered = events.with_columns(thread).sort(["thread", "ts", "end", "idx"], descending=[False, False, True, False])
+    return ordered.with_columns(first=pl.col("thread") != pl.col("thread").shift(1).fill_null(-1))
+
+
+def previous_reaching(values: pl.Series, thresholds: pl.Series, first: pl.Series) -> pl.Series:
+    """Per position i: the nearest earlier position j of its run (`first` marks where runs start) with values[j] ≥ thresholds[i], or null.
+
+    Needs thresholds[i] − values[i] ∈ {0, 1} (integers): then every jump skips only values below
+    the threshold of the position jumping.
+    """
+    n = values.len()
+    cand = pl.select(pl.when(~first).then(pl.int_range(n, dtype=pl.Int64) - 1)).to_series()
+    while True:
+        short = (values.gather(cand) < thresholds).fill_null(False)
+        if not short.any():
+            return cand.alias("previous")
+        cand = cand.zip_with(~short, cand.gather(cand))
+
+
+def chain_end(step: pl.Series) -> pl.Series:
+    """Per position: where following `step` (a position or null) from it ends, by pointer doubling (rounds: log of the longest chain)."""
+    here = pl.int_range(step.len(), dtype=pl.Int64, eager=True)
+    end = step.fill_null(here)
+    while True:
+        further = end.gather(end)
+        if further.equals(end):
+            return end
+        end = further
+
+
+def depths(parent: pl.Series) -> pl.Series:
+    """Per position: how many ancestors it has (parent: a position or null), by pointer doubling."""
+    depth = parent.is_not_null().cast(pl.Int64)
+    up = parent
+    while up.is_not_null().any():
+        depth = depth + depth.gather(up).fill_null(0)
+        up = up.gather(up)
+    return depth.alias("depth")
+
+
+def tree(events: pl.DataFrame) -> pl.DataFrame:
+    """torch's tree of the host events (idx, pid, tid, ts, end): one row per event in walking order with `pos`, `parent` (a pos or null), `depth`, `last` (the pos of its last descendant, itself when none) and the input columns.
+
+    Positions index this frame's rows; `parent_idx` names the parent by idx.
+    """
+    ordered = tree_order(events)
+    end, ts = ordered["end"], ordered["ts"]
+    reach = pl.select(pl.when(end > ts).then(end).otherwise(end + 1)).to_series()  # a zero-length event needs an end after its start
+    parent = previous_reaching(end, reach, ordered["first"])
+    n = ordered.height
+    # the last child of each event (children come in walking order), followed down to a leaf: the last descendant
+    kids = pl.DataFrame({"parent": parent, "pos": pl.int_range(n, dtype=pl.Int64, eager=True)}).drop_nulls("parent").group_by("parent").agg(pl.col("pos").max())
+    last_child = nulls(n).scatter(kids["parent"], kids["pos"])
+    return ordered.with_columns(
+        pos=pl.int_range(n, dtype=pl.Int64),
+        parent=parent,
+        parent_idx=ordered["idx"].gather(parent),
+        depth=depths(parent),
+        last=chain_end(last_child),
     )
-    del order
-    opens = points.filter(pl.col("delta") == 1).select("row", "pos", "depth")
-    closed = points.filter(pl.col("delta") == -1).select("row", "pos")
-    del points
-    # The last event opened one level up is on the same thread: a thread's points are contiguous and its parent opened among them.
-    openers = opens.select("pos", parent_row="row", depth=pl.col("depth") + 1)
-    opened = opens.join_asof(openers, on="pos", by="depth", strategy="backward", allow_exact_matches=False, check_sortedness=False)
-    del opens, openers
-    n = events.height
-
-    def by_row(frame: pl.DataFrame, column: str) -> pl.Series:
-        """`column` of a frame holding one row per event, put back in row order (a scatter, no sort)."""
-        return pl.repeat(None, n, dtype=frame.schema[column], eager=True).scatter(frame["row"], frame[column])
-
-    idx, parent = events["idx"], by_row(opened, "parent_row").cast(pl.Int64)
-    frame = pl.DataFrame(
-        {
-            "idx": idx,
-            "parent_idx": idx.gather(parent),
-            "depth": by_row(opened, "depth"),
-            "open_pos": by_row(opened, "pos"),
-            "close_pos": by_row(closed, "pos"),
-        }
-    ).cast(_NEST_SCHEMA)
-    return frame, parent.alias("parent_row")
 
 
-def _packs(spans: pl.DataFrame) -> bool:
-    """Whether (end span, row) of every event packs into one Int64 below 2**62, as `_in_rank_order` needs."""
-    low, high = spans.select(low=pl.col("end").min(), high=pl.col("end").max()).row(0)
-    return low is not None and (high - low + 1) * 2 * max(spans.height, 1) < 1 << 62
+def nulls(n: int) -> pl.Series:
+    """A column of n nulls (Int64), to scatter positions into."""
+    return pl.Series(dtype=pl.Int64).extend_constant(None, n)
 
 
-def _in_rank_order(starts: pl.DataFrame, ends: pl.DataFrame, n: int) -> pl.DataFrame:
-    """The points in (rank, key) order, made with one integer sort of the starts instead of sorting all points on two keys.
-
-    Ends of non-zero events rank first (`_FIRST`) and come in row order as made; starts and the
-    ends of zero-length events follow by rank (-end, so by end descending), then key, packed in one Int64.
-    """
-    top = ends["t"].max()
-    late = pl.concat([starts, ends.filter(pl.col("rank") != _FIRST)])
-    late = late.sort((top + pl.col("rank")) * (2 * n) + pl.col("key"))  # rank = -end: top - end >= 0
-    return pl.concat([ends.filter(pl.col("rank") == _FIRST), late])
-
-
-def subtree_sums(nesting: pl.DataFrame, values: pl.Series) -> pl.Series:
-    """Per row of a `tree` frame: the sum of `values` (one per row) over the event and all its descendants.
-
-    Each value is placed at its event's open position and summed up to every position; an event's
-    subtree is the sum up to its close minus the sum up to its open, plus its own value. No sort.
-    """
+def subtree_sums(nest: pl.DataFrame, values: pl.Series) -> pl.Series:
+    """Per row of a `tree` frame: the sum of `values` (one per row, in its order) over the event and all its descendants (positions pos to last)."""
     if values.is_empty():
         return values
-    opens, closes = nesting["open_pos"], nesting["close_pos"]
-    zeros = pl.zeros(cast(int, closes.max()) + 1, dtype=values.dtype, eager=True)
-    running = zeros.scatter(opens, values).cum_sum()
-    return running.gather(closes) - running.gather(opens) + values
+    running = values.cum_sum()
+    before = running.shift(1, fill_value=0)
+    return running.gather(nest["last"]) - before.gather(nest["pos"])
 
 
-def ancestor_rows(parent: pl.Series, target: pl.Series) -> pl.Series:
-    """Per row: the row of the nearest enclosing row (itself excluded) where `target` holds, or null.
-
-    Every row not yet at a target climbs one level per round, all at once: the loop runs over
-    nesting depth, never over events.
-    """
+def climb(parent: pl.Series, stop: pl.Series) -> pl.Series:
+    """Per position: the nearest strict ancestor where `stop` holds (or null), climbing all positions at once, a level per round."""
     anchor = parent
     while True:
-        climbs = anchor.is_not_null() & ~target.gather(anchor).fill_null(True)
+        climbs = anchor.is_not_null() & ~stop.gather(anchor).fill_null(True)
         if not climbs.any():
-            return anchor.alias("anchor_row")
+            return anchor.alias("anchor")
         anchor = parent.gather(anchor).zip_with(climbs, anchor)
+
+
+def innermost_open(ops: pl.DataFrame, at: pl.DataFrame) -> pl.Series:
+    """For each instant of `at` (pid, tid, t): the row of `ops` (a `tree_order` frame of candidate events) of the innermost one open at t on that thread — ts ≤ t < end, the last in walking order — or null.
+
+    The last candidate starting at or before t is found by an as-of join; from there the walk
+    skips back along each candidate's nearest earlier end that is at least its own, so it only
+    passes candidates that ended by t.
+    """
+    if ops.is_empty() or at.is_empty():
+        return nulls(at.height)
+    ends = ops["end"]
+    previous = previous_reaching(ends, ends, ops["first"])
+    threads = [pl.col("pid").fill_null("?"), pl.col("tid").fill_null("?")]
+    rows = ops.select(*threads, "ts", pos=pl.int_range(ops.height, dtype=pl.Int64))
+    last_start = rows.group_by("pid", "tid", "ts").agg(pl.col("pos").max())  # ties at one start: the last in walking order
+    found = (
+        at.select(*threads, "t").with_row_index("_q")
+        .sort("pid", "tid", "t")
+        .join_asof(last_start.sort("pid", "tid", "ts"), left_on="t", right_on="ts", by=["pid", "tid"], strategy="backward", check_sortedness=False)
+        .sort("_q")
+    )
+    cand, t = found["pos"], found["t"]
+    while True:
+        closed = (ends.gather(cand) <= t).fill_null(False)
+        if not closed.any():
+            return cand.alias("open")
+        cand = cand.zip_with(~closed, previous.gather(cand))
+
+

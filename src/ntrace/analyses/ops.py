@@ -1,10 +1,12 @@
-"""The per-op table of torch's key_averages(), computed from the trace alone: calls, self/total CPU, self/total device time.
+"""The per-op table of torch's key_averages(), computed from the trace alone, and the per-kernel table of the device activities.
 
-Semantics follow torch.autograd.profiler_util: an op's self CPU is its duration minus its direct
-children on the same thread (runtime calls included); each hardware execution counts as self
-device time of the innermost framework op around the runtime call that launched it, and device
-total adds the op's descendants. Hardware time no op launched is kept as one "[unlinked device
-time]" row, so self device over all rows always equals the hardware lane total.
+The rules are torch's (torch.autograd.profiler_util; docs/definitions.md section 4): the tree is
+nesting.tree's; a device activity is own device time of its launching op, the innermost
+`cpu_op` open on its runtime call's thread when the call starts (never a user annotation);
+an event whose parent has its name and no other child is folded into that parent, which takes
+over its children and its own device time; rows are keyed by (name, user annotation or not),
+every `ProfilerStep#N` named `ProfilerStep*`. Device activities no op launched form one
+"[unlinked device time]" row, so the rows' self device time adds up to the footer.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ntrace.analyses.nesting import HOST_EVENT, ancestor_rows, subtree_sums, tree
+from ntrace.analyses.nesting import HOST_EVENT, climb, innermost_open, subtree_sums, tree, tree_order
 
 UNLINKED = "[unlinked device time]"
 
@@ -40,31 +42,6 @@ _DEVICE_CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("CUDA", ("cuda_runtime", "cuda_driver", "kernel", "gpu_memcpy", "gpu_memset")),
 )
 
-#: The op table's additive columns: every view sums them.
-_SUMS = ["calls", "self_cpu", "cpu_total", "self_device", "device_total"]
-
-OP_SCHEMA = pl.Schema(
-    {
-        "name": pl.String(),
-        "input_dims": pl.String(),
-        "calls": pl.Int64(),
-        "self_cpu": pl.Int64(),
-        "cpu_total": pl.Int64(),
-        "cpu_avg": pl.Int64(),
-        "self_device": pl.Int64(),
-        "device_total": pl.Int64(),
-        "device_avg": pl.Int64(),
-        "device_pct": pl.Float64(),
-    }
-)
-
-
-def device_name(categories: pl.DataFrame) -> str:
-    """The device the table's device columns are named for (from the (lane, category) frame): NEURON, MTIA, XPU, CUDA (also ROCm), or "none" for CPU-only traces."""
-    cats = set(categories["category"].str.to_lowercase().to_list())
-    return next((name for name, marks in _DEVICE_CATEGORIES if cats.intersection(marks)), "none")
-
-
 #: Names torch's profiler drops before building its tree (profiler._parse_kineto_results via _filter_name).
 HIDDEN_NAMES: tuple[str, ...] = (
     "[memory]",
@@ -77,113 +54,131 @@ HIDDEN_NAMES: tuple[str, ...] = (
     "aten::_version",
 )
 
+#: The complete events torch builds its op tree from: every host event except the names it hides.
+TREE_EVENT = HOST_EVENT & ~pl.col("name").is_in(HIDDEN_NAMES).fill_null(False)
+
+#: Device activities: what torch counts as device time (device-side events but the annotation ranges drawn over kernels).
+DEVICE_ACTIVITY = (pl.col("side") == "device") & (pl.col("cat").str.to_lowercase() != "gpu_user_annotation").fill_null(True)
+
+#: The additive columns of the op table: every view sums them.
+_SUMS = ["calls", "self_cpu", "cpu_total", "self_device", "device_total"]
+_KEYS = ["name", "user_annotation", "input_dims"]
+
+GROUP_SCHEMA = pl.Schema(
+    {
+        "name": pl.String(),
+        "user_annotation": pl.Boolean(),
+        "input_dims": pl.String(),
+        **{c: pl.Int64() for c in _SUMS},
+    }
+)
+
+OP_SCHEMA = pl.Schema(
+    {
+        "name": pl.String(),
+        "user_annotation": pl.Boolean(),
+        "input_dims": pl.String(),
+        "calls": pl.Int64(),
+        "self_cpu": pl.Int64(),
+        "self_cpu_pct": pl.Float64(),
+        "cpu_total": pl.Int64(),
+        "cpu_total_pct": pl.Float64(),
+        "cpu_avg": pl.Int64(),
+        "self_device": pl.Int64(),
+        "self_device_pct": pl.Float64(),
+        "device_total": pl.Int64(),
+        "device_avg": pl.Int64(),
+    }
+)
+
+KERNEL_SCHEMA = pl.Schema(
+    {
+        "name": pl.String(),
+        "calls": pl.Int64(),
+        "total": pl.Int64(),
+        "mean": pl.Int64(),
+        "min": pl.Int64(),
+        "max": pl.Int64(),
+        "share": pl.Float64(),
+        "streams": pl.List(pl.String()),
+    }
+)
+
+
+def device_name(categories: pl.DataFrame) -> str:
+    """The device the table's device columns are named for (from the (lane, category) frame): NEURON, MTIA, XPU, CUDA (also ROCm), or "none" for CPU-only traces."""
+    cats = set(categories["category"].str.to_lowercase().to_list())
+    return next((name for name, marks in _DEVICE_CATEGORIES if cats.intersection(marks)), "none")
+
 
 def op_name(name: pl.Expr) -> pl.Expr:
-    """The name torch's table shows for an event: every "ProfilerStep#N" becomes "ProfilerStep*"."""
+    """The name torch's table shows for an event: every "ProfilerStep#..." becomes "ProfilerStep*"."""
     return pl.when(name.str.starts_with("ProfilerStep#")).then(pl.lit("ProfilerStep*")).otherwise(name).alias("name")
 
 
-#: The complete events torch builds its op tree from: every host event except the names it hides (no fill_null on the text: that would copy every name).
-TREE_EVENT = HOST_EVENT & ~pl.col("name").is_in(HIDDEN_NAMES).fill_null(False)
+def op_tree(host: pl.DataFrame) -> pl.DataFrame:
+    """torch's tree of the tree events (idx, pid, tid, ts, end, dur, name, cat, input_dims): nesting.tree's frame plus `key` (the row's name) and `user_annotation`."""
+    return tree(host).with_columns(op_name(pl.col("name").fill_null("")).alias("key"), user_annotation=(pl.col("cat").str.to_lowercase() == "user_annotation").fill_null(False))
 
 
-def op_tree(host: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
-    """Of the tree events (idx, pid, tid, ts, end, lane; idx order): their nesting plus op_idx, the innermost framework op around each (itself excluded);
-    and each event's parent row in that frame (null at the top)."""
-    nest, parent = tree(host)  # in idx order, row for row with `host`
-    anchor = ancestor_rows(parent, host["lane"] == "framework")
-    return nest.with_columns(op_idx=nest["idx"].gather(anchor)), parent
+def launching_ops(nest: pl.DataFrame, calls: pl.DataFrame) -> pl.Series:
+    """For runtime calls (idx, pid, tid, ts): the idx of the innermost `cpu_op` of the tree `nest` open on the call's thread when it starts, or null."""
+    ops = tree_order(nest.filter(pl.col("cat").str.to_lowercase() == "cpu_op").select("idx", "pid", "tid", "ts", "end"))
+    return ops["idx"].gather(innermost_open(ops, calls.select("pid", "tid", t="ts"))).alias("op_idx")
 
 
-def launching_ops(execs: pl.DataFrame, links: pl.DataFrame, nest: pl.DataFrame) -> pl.DataFrame:
-    """For device-side events (idx, …): (exec_idx, call_idx, op_idx), the runtime call that launched each (`links`) and the innermost framework op around that call (`nest`, op_tree's)."""
-    linked = execs.select(exec_idx="idx").join(links.select("exec_idx", "call_idx"), on="exec_idx", how="left").sort("exec_idx")
-    return linked.with_columns(op_idx=op_around(nest, linked["call_idx"]))
+def attribution(activities: pl.DataFrame, links: pl.DataFrame, nest: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    """One row per device activity (idx, dur): (idx, dur, call_idx, op_idx), its runtime call (links) and launching op (null when none launched it)."""
+    linked = activities.select("idx", "dur").join(links.select(idx="exec_idx", call_idx="call_idx"), on="idx", how="left", maintain_order="left")
+    callers = calls.join(linked.select(idx="call_idx").unique(), on="idx", how="semi")
+    by_call = callers.select("idx").with_columns(op_idx=launching_ops(nest, callers))
+    return linked.join(by_call.rename({"idx": "call_idx"}), on="call_idx", how="left", maintain_order="left").select("idx", "dur", "call_idx", "op_idx")
 
 
-def op_around(nest: pl.DataFrame, idx: pl.Series) -> pl.Series:
-    """For host events given by idx: the innermost framework op around each (itself excluded, from op_tree's `nest`); null for nulls and events outside the op tree.
-
-    A binary search on the nesting frame's sorted idx, no join.
-    """
-    none = pl.repeat(None, len(idx), dtype=pl.Int64, eager=True).alias("op_idx")
-    if nest.is_empty():
-        return none
-    rows = nest["idx"].search_sorted(idx.fill_null(0)).clip(upper_bound=nest.height - 1)
-    found = (nest["idx"].gather(rows) == idx).fill_null(False)
-    return nest["op_idx"].gather(rows).zip_with(found, none).alias("op_idx")
-
-
-def device_attribution(executions: pl.DataFrame, links: pl.DataFrame, nest: pl.DataFrame) -> pl.DataFrame:
-    """One row per hardware execution (idx, dur, …): (exec_idx, dur, call_idx, op_idx); op_idx is null when no framework op launched it."""
-    hw = executions.select("idx", "dur")
-    return launching_ops(hw, links, nest).join(hw.rename({"idx": "exec_idx"}), on="exec_idx", how="left").select("exec_idx", "dur", "call_idx", "op_idx")
-
-
-def _op_rows(host: pl.DataFrame, nest: pl.DataFrame, parent: pl.Series, attribution: pl.DataFrame, *columns: str) -> pl.DataFrame:
-    """Per tree event (`host`: idx, name, `columns`, dur in idx order, row for row with op_tree's `nest` and `parent`): `columns`, dur, self_cpu, self_device, device_total and `kept` (false for ops folded into their parent).
-
-    Every column is computed on row positions (one row per event, parents found by row), so no
-    join runs and the text columns are copied once. Like torch's EventList._remove_dup_nodes, an
-    op whose parent has the same name and no other child is folded into that parent; its self CPU
-    and self device time go to the nearest ancestor kept.
-    """
-    n, dur = host.height, host["dur"]
-    own = attribution.drop_nulls("op_idx")
-    own = own.group_by(row=nest["idx"].search_sorted(own["op_idx"]).cast(pl.Int64)).agg(pl.col("dur").sum())
-    self_device = pl.zeros(n, dtype=pl.Int64, eager=True).scatter(own["row"], own["dur"])
-    device_total = subtree_sums(nest, self_device)
-    # one pass over the parents: children's summed duration, their count and the first child of each
-    kids = (
-        pl.DataFrame({"parent": parent, "dur": dur}).with_row_index("row").drop_nulls("parent")
-        .group_by("parent").agg(pl.col("dur").sum(), pl.len(), pl.col("row").first())
-    )
-    self_cpu = dur - pl.zeros(n, dtype=pl.Int64, eager=True).scatter(kids["parent"], kids["dur"])
-    # a row is folded when it is its parent's only child and has the parent's name; its times move to the nearest kept ancestor
-    name = host["name"]
-    only = kids.filter(pl.col("len") == 1)
-    only = only.filter(name.gather(only["row"]).fill_null("") == name.gather(only["parent"]).fill_null(""))
-    folded = pl.zeros(n, dtype=pl.Boolean, eager=True).scatter(only["row"], True)
-    rows = only["row"].cast(pl.Int64)
-    moved = (
-        pl.DataFrame({"keeper": ancestor_rows(parent, ~folded).gather(rows), "self_cpu": self_cpu.gather(rows), "self_device": self_device.gather(rows)})
-        .group_by("keeper").agg(pl.all().sum())
-    )
-    keepers = moved["keeper"]
-    self_cpu.scatter(keepers, self_cpu.gather(keepers) + moved["self_cpu"])  # in place, on Series made here
-    self_device.scatter(keepers, self_device.gather(keepers) + moved["self_device"])
-    return host.select(*columns, "dur").with_columns(self_cpu=self_cpu, self_device=self_device, device_total=device_total, kept=~folded)
+def op_rows(nest: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
+    """Per event of the tree `nest` still counted after folding: key, user_annotation, input_dims, dur, self_cpu, self_device, device_total (ns)."""
+    n = nest.height
+    parent = nest["parent"]
+    own = attributed.drop_nulls("op_idx").group_by("op_idx").agg(pl.col("dur").sum())
+    rows_of = nest.select("idx", "pos").join(own.rename({"op_idx": "idx"}), on="idx")
+    own_device = pl.zeros(n, dtype=pl.Int64, eager=True).scatter(rows_of["pos"], rows_of["dur"])
+    # folding (torch's _remove_dup_nodes): an event whose parent has its name and no other child
+    children = pl.DataFrame({"parent": parent}).drop_nulls().group_by("parent").len()
+    only_child = pl.zeros(n, dtype=pl.Boolean, eager=True).scatter(children.filter(pl.col("len") == 1)["parent"], True)
+    key = nest["key"]
+    folded = (only_child.gather(parent) & (key.gather(parent) == key)).fill_null(False)
+    keeper = climb(parent, ~folded)  # of every event: its nearest ancestor still counted
+    # a kept event's own device time is the deepest folded event's below it (torch assigns the child's kernels)
+    chain = pl.DataFrame({"keeper": keeper, "pos": pl.int_range(n, dtype=pl.Int64, eager=True)}).filter(folded).group_by("keeper").agg(pl.col("pos").max())
+    own_kept = own_device.clone().scatter(chain["keeper"], own_device.gather(chain["pos"])).zip_with(~folded, pl.zeros(n, dtype=pl.Int64, eager=True))
+    # self CPU: duration less the durations of the children counted (those of a folded child pass to its keeper)
+    counted = pl.DataFrame({"keeper": keeper, "dur": nest["dur"]}).filter(~folded).drop_nulls("keeper").group_by("keeper").agg(pl.col("dur").sum())
+    self_cpu = nest["dur"] - pl.zeros(n, dtype=pl.Int64, eager=True).scatter(counted["keeper"], counted["dur"])
+    return nest.select("key", "user_annotation", "input_dims", "dur").with_columns(
+        self_cpu=self_cpu, self_device=own_kept, device_total=subtree_sums(nest, own_kept), kept=~folded
+    ).filter(pl.col("kept")).drop("kept")
 
 
-def op_groups(host: pl.DataFrame, nest: pl.DataFrame, parent: pl.Series, attribution: pl.DataFrame) -> pl.DataFrame:
-    """Every view of the op table sums these rows: per (name, input_dims), calls, self_cpu, cpu_total, self_device, device_total (ns), plus the unlinked device time row.
-
-    `host` holds the tree events' idx, name, input_dims and dur (idx order); `nest` and `parent` are op_tree's; `attribution` is device_attribution's.
-    """
-    keys = ["name", "input_dims"]
-    kept = pl.col("kept")
-    rows = (  # grouped on the names as written, then once more on torch's names (ProfilerStep#N -> ProfilerStep*): few rows get renamed
-        _op_rows(host, nest, parent, attribution, *keys)
-        .group_by(keys)
+def op_groups(nest: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
+    """Every view of the op table sums these rows: per (name, user_annotation, input_dims), calls, self_cpu, cpu_total, self_device, device_total (ns), plus the unlinked device time row."""
+    rows = (
+        op_rows(nest, attributed)
+        .group_by(name="key", user_annotation="user_annotation", input_dims="input_dims")
         .agg(
-            calls=kept.sum().cast(pl.Int64),
-            self_cpu=pl.col("self_cpu").filter(kept).sum(),
-            cpu_total=pl.col("dur").filter(kept).sum(),
-            self_device=pl.col("self_device").filter(kept).sum(),
-            device_total=pl.col("device_total").filter(kept).sum(),
+            calls=pl.len().cast(pl.Int64),
+            self_cpu=pl.col("self_cpu").sum(),
+            cpu_total=pl.col("dur").sum(),
+            self_device=pl.col("self_device").sum(),
+            device_total=pl.col("device_total").sum(),
         )
-        .filter(pl.col("calls") > 0)
-        .with_columns(op_name(pl.col("name").fill_null("")))
-        .group_by(keys)
-        .agg(pl.col(_SUMS).sum())
+        .cast(GROUP_SCHEMA)
     )
-    schema = pl.Schema({k: OP_SCHEMA[k] for k in (*keys, *_SUMS)})
-    unlinked = attribution.filter(pl.col("op_idx").is_null())
+    unlinked = attributed.filter(pl.col("op_idx").is_null())
     if unlinked.height:
-        unlinked_ns = int(unlinked["dur"].sum())
-        extra = {"name": [UNLINKED], "input_dims": [None], "calls": [unlinked.height], "self_cpu": [0], "cpu_total": [0], "self_device": [unlinked_ns], "device_total": [unlinked_ns]}
-        rows = pl.concat([rows.cast(schema), pl.DataFrame(extra, schema=schema)])
-    return rows.cast(schema).sort(keys, nulls_last=True)
+        total = int(unlinked["dur"].sum())
+        extra = {"name": [UNLINKED], "user_annotation": [False], "input_dims": [None], "calls": [unlinked.height], "self_cpu": [0], "cpu_total": [0], "self_device": [total], "device_total": [total]}
+        rows = pl.concat([rows, pl.DataFrame(extra, schema=GROUP_SCHEMA)])
+    return rows.sort(_KEYS, nulls_last=False)
 
 
 @dataclass(frozen=True)
@@ -199,33 +194,53 @@ class OpView:
             raise ValueError(f"unknown sort key {self.sort_by!r}; use one of {', '.join(SORT_KEYS)}")
 
 
-def op_table(groups: pl.DataFrame, hardware_ns: int, view: OpView = OpView()) -> pl.DataFrame:
-    """key_averages() as a frame, from op_groups' rows: one row per op name (and input shape when the view asks), plus the unlinked device time row.
+def op_table(groups: pl.DataFrame, self_cpu_ns: int, device_ns: int, view: OpView = OpView()) -> pl.DataFrame:
+    """key_averages() as a frame, from op_groups' rows: one row per (name, user annotation) — and input shape when the view asks — sorted and cut as the view says.
 
-    Columns: name, [input_dims], calls, self_cpu, cpu_total, cpu_avg, self_device, device_total,
-    device_avg (ns) and device_pct (share of all hardware time, `hardware_ns`), sorted descending
-    by the view's torch sort key (then by name and shape, so ties always come out in the same
-    order), cut to its top rows. Every view sums the same groups, so the op tree is built once.
+    Percent columns are 0–100 of the footers: self_cpu_pct and cpu_total_pct of the self CPU
+    total, self_device_pct of the device time total. Ties sort by name, user annotation, shape.
     """
-    group_by_shape, sort_by = view.group_by_shape, view.sort_by
-    keys = ["name", "input_dims"] if group_by_shape else ["name"]
-    rows = groups if group_by_shape else groups.group_by("name").agg(pl.col(_SUMS).sum())
-    hw_total = hardware_ns
-    schema = pl.Schema({k: v for k, v in OP_SCHEMA.items() if k in keys or k not in ("name", "input_dims")})
+    keys = _KEYS if view.group_by_shape else _KEYS[:2]
+    rows = groups if view.group_by_shape else groups.group_by(keys).agg(pl.col(_SUMS).sum())
+    schema = pl.Schema({k: v for k, v in OP_SCHEMA.items() if k in keys or k not in _KEYS})
     table = (
         rows.with_columns(
             cpu_avg=pl.col("cpu_total") // pl.col("calls"),
             device_avg=pl.col("device_total") // pl.col("calls"),
-            device_pct=pl.col("self_device") / hw_total if hw_total else pl.lit(0.0),
+            self_cpu_pct=_pct(pl.col("self_cpu"), self_cpu_ns),
+            cpu_total_pct=_pct(pl.col("cpu_total"), self_cpu_ns),
+            self_device_pct=_pct(pl.col("self_device"), device_ns),
         )
         .select(list(schema))
         .cast(schema)
-        .sort([SORT_KEYS[sort_by], *keys], descending=[True, *[False] * len(keys)], nulls_last=True)
+        .sort([SORT_KEYS[view.sort_by], *keys], descending=[True, *[False] * len(keys)], nulls_last=False)
     )
     return table.head(view.top) if view.top else table
 
 
-def self_cpu_time(nest: pl.DataFrame, host: pl.DataFrame) -> int:
-    """Self CPU time over every op, ns (the footer of torch's table): the self times of a tree add up to its roots' durations (`host`: idx, dur)."""
-    roots = nest.filter(pl.col("parent_idx").is_null()).select("idx")
-    return int(roots.join(host.select("idx", "dur"), on="idx")["dur"].sum())
+def _pct(ns: pl.Expr, total: int) -> pl.Expr:
+    """`ns` as a percent (0–100) of `total`; 0 when the total is 0."""
+    return ns * 100.0 / total if total else pl.lit(0.0)
+
+
+def self_cpu_total(nest: pl.DataFrame) -> int:
+    """Self CPU time over every op, ns (the footer of torch's table): the self times of a tree add up to its roots' durations."""
+    return int(nest.filter(pl.col("parent").is_null())["dur"].sum())
+
+
+def kernels(activities: pl.DataFrame, device_ns: int) -> pl.DataFrame:
+    """The rows torch prints for device activities (idx, name, tid, dur): per name, calls, total, mean, min, max (ns), share of the device time total and the streams (tids) it ran on."""
+    return (
+        activities.group_by(name=pl.col("name").fill_null(""))
+        .agg(
+            calls=pl.len().cast(pl.Int64),
+            total=pl.col("dur").sum(),
+            min=pl.col("dur").min(),
+            max=pl.col("dur").max(),
+            streams=pl.col("tid").fill_null("?").unique().sort(),
+        )
+        .with_columns(mean=pl.col("total") // pl.col("calls"), share=pl.col("total") / device_ns if device_ns else pl.lit(0.0))
+        .select(list(KERNEL_SCHEMA))
+        .cast(KERNEL_SCHEMA)
+        .sort(["total", "name"], descending=[True, False])
+    )

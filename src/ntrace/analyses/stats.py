@@ -1,35 +1,37 @@
-"""Dispatch gaps: launch delay from runtime call to device start, and the statistics of every gap kind."""
+"""Launch latency and queue delay of each linked device activity, and the statistics of gaps and delays (nearest-rank percentiles, on integers)."""
 
 from __future__ import annotations
 
 import polars as pl
 
-#: The statistics reported for every gap kind, in this order.
+#: The statistics reported for every gap or delay kind, in this order.
 STATS: tuple[str, ...] = ("count", "total", "p50", "p90", "max")
 
 
-def launch_delays(links: pl.DataFrame, calls: pl.DataFrame, execs: pl.DataFrame) -> pl.DataFrame:
-    """For each hardware execution linked to a runtime call: device start − call start (ns), with both events' names.
+def launch_delays(links: pl.DataFrame, calls: pl.DataFrame, activities: pl.DataFrame) -> pl.DataFrame:
+    """Per linked device activity: the call and activity, `latency` (activity start − call start) and `queue` (activity start − call end, at least 0: HolisticTraceAnalysis's queue delay).
 
-    `calls` (idx, name, ts) and `execs` (idx, name, ts, track) are the complete events on either end of the links.
+    `calls` (idx, name, ts, end) and `activities` (idx, name, ts, track) are the complete events on either end of the links.
     """
     return (
-        links.join(execs.select(exec_idx="idx", exec="name", exec_ts="ts", track="track"), on="exec_idx")
-        .join(calls.select(call_idx="idx", call="name", call_ts="ts"), on="call_idx")
-        .with_columns(delay=pl.col("exec_ts") - pl.col("call_ts"))
-        .sort("exec_ts")
+        links.join(activities.select(exec_idx="idx", exec="name", exec_ts="ts", track="track"), on="exec_idx")
+        .join(calls.select(call_idx="idx", call="name", call_ts="ts", call_end="end"), on="call_idx")
+        .with_columns(latency=pl.col("exec_ts") - pl.col("call_ts"), queue=pl.max_horizontal(pl.col("exec_ts") - pl.col("call_end"), pl.lit(0)))
+        .sort("exec_ts", "exec_idx")
     )
 
 
+def nearest_rank(values: pl.Series, p: int) -> int:
+    """The p-th percentile of integer values by nearest rank: the ⌈p·n/100⌉-th smallest (0 for no values)."""
+    n = values.len()
+    if not n:
+        return 0
+    rank = max((p * n + 99) // 100, 1)
+    return int(values.sort()[rank - 1])
+
+
 def stats(values: pl.Series) -> dict[str, int]:
-    """count, total, p50, p90, max of a column of ns durations (zeros when empty); percentiles are nearest-rank."""
+    """count, total, p50, p90, max of a column of ns durations (zeros when empty)."""
     if values.is_empty():
         return dict.fromkeys(STATS, 0)
-    row = pl.select(
-        count=pl.lit(values.len()),
-        total=values.sum(),
-        p50=values.quantile(0.5, "nearest"),
-        p90=values.quantile(0.9, "nearest"),
-        max=values.max(),
-    ).row(0, named=True)
-    return {k: int(v) for k, v in row.items()}
+    return {"count": values.len(), "total": int(values.sum()), "p50": nearest_rank(values, 50), "p90": nearest_rank(values, 90), "max": int(values.max())}  # type: ignore[arg-type]

@@ -1,12 +1,24 @@
-"""Profiler steps (ProfilerStep#N) as windows: per step, the busy time of every lane and the hardware idle inside it."""
+"""Profiler steps (ProfilerStep#N) as windows: host busy time per lane inside each CPU window, and per device the work each step launched (docs/definitions.md section 5).
+
+Host events belong to the window in which they start and are clipped to its end. Device work
+belongs to the step that launched it (HolisticTraceAnalysis's rule): the window holding the
+start of its runtime call, wherever on the device it ran — kernels of step N often run after
+step N's CPU window has closed.
+"""
 
 from __future__ import annotations
 
 import polars as pl
 
 from ntrace.analyses.intervals import group_busy, reaching
+from ntrace.analyses.nesting import previous_reaching
 from ntrace.lanes import LANES
 from ntrace.trace import STEP_NAME
+
+WINDOW_SCHEMA = pl.Schema({"step": pl.Int64(), "name": pl.String(), "start": pl.Int64(), "end": pl.Int64(), "dur": pl.Int64()})
+_EARLIEST = -(2**63)
+
+DEVICE_SCHEMA = pl.Schema({"step": pl.Int64(), "device": pl.String(), "events": pl.Int64(), "busy": pl.Int64(), "idle": pl.Int64(), "span": pl.Int64()})
 
 
 def is_step(name: pl.Expr) -> pl.Expr:
@@ -14,63 +26,76 @@ def is_step(name: pl.Expr) -> pl.Expr:
     return name.str.contains(STEP_NAME).fill_null(False)
 
 
-def step_windows(complete: pl.DataFrame) -> pl.DataFrame:
-    """The ProfilerStep#N annotations as windows: (step, name, start, end, dur), sorted by start."""
+def step_windows(annotations: pl.DataFrame) -> pl.DataFrame:
+    """The host-side ProfilerStep#N events (idx, name, ts, end, dur) as windows: (step, name, start, end, dur), the first per N in file order, sorted by start then file order."""
     return (
-        complete.filter(pl.col("name").str.contains(STEP_NAME))
-        .select(
-            step=pl.col("name").str.extract(STEP_NAME).cast(pl.Int64),
-            name="name",
-            start="ts",
-            end="end",
-            dur="dur",
-        )
-        .unique("step", keep="first")
-        .sort("start")
+        annotations.filter(is_step(pl.col("name")))
+        .sort("idx")
+        .with_columns(step=pl.col("name").str.extract(STEP_NAME).cast(pl.Int64))
+        .unique("step", keep="first", maintain_order=True)
+        .sort("ts", "idx")
+        .select("step", "name", start="ts", end="end", dur="dur")
+        .cast(WINDOW_SCHEMA)
     )
 
 
-def step_totals(windows: pl.DataFrame, spans: pl.DataFrame, tracks: int, steps: pl.Series) -> pl.DataFrame:
-    """One row per step window: its window, and for each lane the busy ns inside it, plus hardware events and idle.
+def overlapping(windows: pl.DataFrame) -> int:
+    """How many windows start before the previous one (in start order) has ended: a step inside another steals its events."""
+    return int(windows.select((pl.col("start") < pl.col("end").cum_max().shift(1)).sum()).item() or 0)
 
-    `spans` are the complete events (lane, track code, ts, end; Profile's spans), `steps` flags
-    the step annotations among them (left out), `tracks` is the number of track codes. An event
-    belongs to the step in which it starts and is clipped to that step's end, so each step's
-    numbers stay inside its own window.
-    """
-    if windows.is_empty():
-        return windows.with_columns(
-            *(pl.lit(0, pl.Int64).alias(f"{lane}_busy") for lane in LANES),
-            hardware_events=pl.lit(0, pl.Int64),
-            hardware_idle=pl.lit(0, pl.Int64),
-        )
-    starts, ends = windows["start"], windows["end"]
-    # the step each event starts in: the last window starting at or before it (a binary search, no sort of the events)
-    at = starts.search_sorted(spans["ts"], side="right").cast(pl.Int64) - 1
-    clipped = (  # one lazy pass: the events inside a step, clipped to its end, without intermediate copies
-        spans.lazy()
-        .with_columns(_step=at, _other=~steps)
-        .filter(pl.col("_other") & (pl.col("_step") >= 0))
-        .with_columns(step_end=pl.lit(ends).gather(pl.col("_step")))
-        .filter(pl.col("ts") < pl.col("step_end"))
-        .select("_step", "lane", "track", "ts", end=pl.min_horizontal("end", "step_end"))
-        .filter(pl.col("end") >= pl.col("ts"))
+
+def host_busy(windows: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:
+    """Per window: the busy ns of each lane over the host events (lane, ts, end; the step annotations left out), each in the last window starting at or before it, clipped to that window's end."""
+    lanes = len(LANES)
+    out = windows.with_row_index("_w").with_columns(pl.col("_w").cast(pl.Int64))
+    if windows.is_empty() or host.is_empty():
+        return out.drop("_w").with_columns(pl.lit(0, pl.Int64).alias(f"{lane}_busy") for lane in LANES)
+    at = windows["start"].search_sorted(host["ts"], side="right").cast(pl.Int64) - 1
+    clipped = (
+        host.lazy()
+        .with_columns(_w=at)
+        .filter(pl.col("_w") >= 0)
+        .with_columns(_wend=pl.lit(windows["end"]).gather(pl.col("_w")))
+        .filter(pl.col("ts") < pl.col("_wend"))
+        .select("_w", "lane", "ts", end=pl.min_horizontal("end", "_wend"))
         .collect()
     )
-    lanes = len(LANES)
-    by_lane = reaching(clipped.select(_g=pl.col("_step") * lanes + pl.col("lane").to_physical().cast(pl.Int64), ts="ts", end="end"), "_g")
-    lane_busy = group_busy(by_lane, "_g").select(_step=pl.col("_g") // lanes, lane=pl.col("_g") % lanes, busy="busy")
-    hardware = clipped.filter(pl.col("lane") == "hardware").select(_g=pl.col("_step") * tracks + pl.col("track").cast(pl.Int64), ts="ts", end="end")
-    hw = (
-        group_busy(reaching(hardware, "_g"), "_g")
-        .group_by(_step=pl.col("_g") // tracks)
-        .agg(hardware_events=pl.col("events").sum().cast(pl.Int64), hardware_idle=pl.col("idle").sum())
-    )
-    out = windows.with_row_index("_step").with_columns(pl.col("_step").cast(pl.Int64))
-    per_step = lane_busy.group_by("_step").agg(pl.col("busy").filter(pl.col("lane") == code).first().alias(f"{lane}_busy") for code, lane in enumerate(LANES))
-    out = out.join(per_step, on="_step", how="left").join(hw, on="_step", how="left")
-    return out.select(
-        "step", "name", "start", "end", "dur",
-        *(pl.col(f"{lane}_busy").fill_null(0) for lane in LANES),
-        pl.col("hardware_events").fill_null(0), pl.col("hardware_idle").fill_null(0),
-    )
+    keyed = reaching(clipped.select(_g=pl.col("_w") * lanes + pl.col("lane").to_physical().cast(pl.Int64), ts="ts", end="end"), "_g")
+    busy = group_busy(keyed, "_g").select(_w=pl.col("_g") // lanes, lane=pl.col("_g") % lanes, busy="busy")
+    wide = busy.group_by("_w").agg(pl.col("busy").filter(pl.col("lane") == code).sum().alias(f"{lane}_busy") for code, lane in enumerate(LANES))
+    return out.join(wide, on="_w", how="left").drop("_w").with_columns(pl.col(f"{lane}_busy").fill_null(0) for lane in LANES)
+
+
+def launch_step(windows: pl.DataFrame, instants: pl.Series) -> pl.Series:
+    """For each instant: the row of the last window (in start order) holding it, start ≤ t < end, or null."""
+    if windows.is_empty():
+        return pl.Series(dtype=pl.Int64).extend_constant(None, instants.len())
+    ends = windows["end"]
+    first = pl.int_range(windows.height, eager=True) == 0
+    previous = previous_reaching(ends, ends, first)  # skipping back along it passes only windows that end sooner
+    before = windows["start"].search_sorted(instants.fill_null(_EARLIEST), side="right").cast(pl.Int64) - 1  # the last window starting at or before
+    cand = pl.select(pl.when((before >= 0) & instants.is_not_null()).then(before)).to_series()
+    while True:
+        closed = (ends.gather(cand) <= instants).fill_null(False)
+        if not closed.any():
+            return cand
+        cand = cand.zip_with(~closed, previous.gather(cand))
+
+
+def device_work(windows: pl.DataFrame, work: pl.DataFrame) -> tuple[pl.DataFrame, tuple[int, int]]:
+    """Per (step, device): events, busy, idle, span of the device activities (device, ts, end, dur, call_ts) each step launched; and the (count, ns) of those in no step."""
+    step = launch_step(windows, work["call_ts"])
+    placed = work.with_columns(_w=step)
+    outside = placed.filter(pl.col("_w").is_null())
+    inside = placed.filter(pl.col("_w").is_not_null())
+    if inside.is_empty():
+        return pl.DataFrame(schema=DEVICE_SCHEMA), (outside.height, int(outside["dur"].sum()))
+    devices = inside["device"].unique().sort()
+    code = pl.col("device").cast(pl.Enum(devices)).to_physical().cast(pl.Int64)
+    keyed = reaching(inside.select(_g=pl.col("_w") * devices.len() + code, ts="ts", end="end"), "_g")
+    per = group_busy(keyed, "_g").select(
+        step=pl.lit(windows["step"]).gather(pl.col("_g") // devices.len()),
+        device=pl.lit(devices).gather(pl.col("_g") % devices.len()),
+        events=pl.col("events").cast(pl.Int64), busy="busy", idle="idle", span="span",
+    )  # fmt: skip
+    return per.cast(DEVICE_SCHEMA).sort("step", "device"), (outside.height, int(outside["dur"].sum()))

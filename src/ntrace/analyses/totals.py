@@ -108,16 +108,16 @@ def lane_categories(complete: pl.DataFrame) -> pl.DataFrame:
 
 
 def track_totals(spans: pl.DataFrame, names: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Of the `spans` frame, in one sorted pass: one row per (lane, track) with events, total, busy, idle, gaps, span, first
-    start and last end (ns); and every idle gap between hardware executions on the same device (track, gap_start, gap_end, gap).
+    """Of the `spans` frame, in one sorted pass: one row per (lane, track) with events, total, busy, idle, gaps, span, idle share
+    of the span, first start and last end (ns); and every idle gap between hardware executions on the same device (track, gap_start, gap_end, gap).
     """
     n = max(len(names), 1)
     lane, hardware = pl.col("_g") // n, LANES.index("hardware")
     ordered = reaching(spans.select(_g=pl.col("lane").to_physical().cast(pl.Int64) * n + pl.col("track"), ts="ts", end="end"), "_g")
     per_track = (
         group_busy(ordered, "_g")
-        .with_columns(lane=_lane_name(lane), track=pl.lit(names).gather(pl.col("_g") % n))
-        .select("lane", "track", "events", "total", "busy", "idle", "gaps", "span", "first", "last")
+        .with_columns(lane=_lane_name(lane), track=pl.lit(names).gather(pl.col("_g") % n), idle_share=pl.when(pl.col("span") > 0).then(pl.col("idle") / pl.col("span")).otherwise(0.0))
+        .select("lane", "track", "events", "total", "busy", "idle", "gaps", "span", "idle_share", "first", "last")
         .sort("lane", "track")
     )
     idle = gaps(ordered.filter(lane == hardware), "_g").select(track=pl.lit(names).gather(pl.col("_g") % n), gap_start="gap_start", gap_end="gap_end", gap="gap")

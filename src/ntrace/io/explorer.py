@@ -127,6 +127,7 @@ def explorer_events(rows: pl.DataFrame) -> pl.DataFrame:
             stream="framework_stream_id",
             device="nc_idx",
             sequence=pl.lit(None, pl.Int64),
+            bytes=pl.lit(None, pl.Int64),
             input_dims=pl.lit(None, pl.String),
         )
         .with_columns(end=pl.col("ts") + pl.col("dur"))

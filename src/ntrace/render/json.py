@@ -1,4 +1,4 @@
-"""The JSON renderer: the stable contracts other tooling reads (`ntrace.analysis/1`, `ntrace.compare/1`, `ntrace.diff/1`, `ntrace.artifacts/1`), µs as floats."""
+"""The JSON renderer: the stable contracts other tooling reads (`ntrace.analysis/2`, `ntrace.compare/2`, `ntrace.diff/2`, `ntrace.artifacts/1`), every µs value written exactly from integer ns."""
 
 from __future__ import annotations
 
@@ -10,29 +10,29 @@ import polars as pl
 from ntrace.analyses.ops import OpView, op_table
 from ntrace.neuron.artifacts import Session
 from ntrace.summary import Summary
-from ntrace.units import us
+from ntrace.units import us, us_text
 from ntrace.workflows.analyze import Analysis
 from ntrace.workflows.diff import Diff
 
-SCHEMA = "ntrace.analysis/1"
+SCHEMA = "ntrace.analysis/2"
 COMPARE_SCHEMA = "ntrace.compare/1"
 DIFF_SCHEMA = "ntrace.diff/1"
 ARTIFACTS_SCHEMA = "ntrace.artifacts/1"
 
 
-def _gap(stats: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "count": stats["count"],
-        "total_us": us(stats["total"]),
-        "p50_us": us(stats["p50"]),
-        "p90_us": us(stats["p90"]),
-        "max_us": us(stats["max"]),
-        "share": stats["share"],
-    }
+def exact_us(ns: int | None) -> orjson.Fragment | None:
+    """Integer ns as a JSON number of µs written exactly (three decimals from the integer): no float rounding, even at epoch timestamps."""
+    return None if ns is None else orjson.Fragment(us_text(int(ns)).encode())
+
+
+def _stats(row: dict[str, Any]) -> dict[str, Any]:
+    """One gap or delay kind's statistics; only hardware idle has a share (of the hardware tracks' spans)."""
+    out = {"count": row["count"], **{f"{k}_us": exact_us(row[k]) for k in ("total", "p50", "p90", "max")}}
+    return out | ({"share": row["share"]} if row["share"] is not None else {})
 
 
 def summary_dict(summary: Summary, session: Session | None, view: OpView = OpView()) -> dict[str, Any]:
-    """One trace as a JSON-ready dict (µs floats); every number comes from its summary's frames."""
+    """One trace as a JSON-ready dict (exact µs); every number comes from its summary's frames."""
     cats = summary.categories
     lanes = []
     for row in summary.lanes.iter_rows(named=True):
@@ -41,50 +41,62 @@ def summary_dict(summary: Summary, session: Session | None, view: OpView = OpVie
             {
                 "lane": row["lane"],
                 "events": row["events"],
-                "total_us": us(row["total"]),
-                "busy_us": us(row["busy"]),
+                "total_us": exact_us(row["total"]),
+                "busy_us": exact_us(row["busy"]),
                 "share": row["share"],
                 "categories": dict(zip(mine["category"].to_list(), mine["events"].to_list())),
             }
         )
-    gaps = {row["kind"]: _gap(row) for row in summary.gaps.iter_rows(named=True)}
+    devices = summary.step_devices.partition_by("step", as_dict=True)
     busy = [c.removesuffix("_busy") for c in summary.steps.columns if c.endswith("_busy")]  # the lanes with a busy column, in column order
+    outside_events, outside_ns = summary.outside_steps
     return {
         "trace": str(summary.path),
         "variant": summary.variant,
         "events": summary.events,
-        "window_us": us(summary.window_ns),
+        "window_us": exact_us(summary.window_ns),
+        "start_us": exact_us(summary.window[0]),
+        "device": summary.device,
         "lanes": lanes,
         "tracks": [
-            {"lane": r["lane"], "track": r["track"], "events": r["events"], "total_us": us(r["total"]), "busy_us": us(r["busy"])}
+            {"lane": r["lane"], "track": r["track"], "events": r["events"], "total_us": exact_us(r["total"]), "busy_us": exact_us(r["busy"]),
+             "idle_us": exact_us(r["idle"]), "span_us": exact_us(r["span"]), "gaps": r["gaps"], "idle_share": r["idle_share"]}
             for r in summary.tracks.iter_rows(named=True)
         ],
         "hardware_tracks": [
-            {"track": r["track"], "busy_us": us(r["busy"]), "idle_us": us(r["idle"]), "span_us": us(r["span"]), "gaps": r["gaps"]}
+            {"track": r["track"], "busy_us": exact_us(r["busy"]), "idle_us": exact_us(r["idle"]), "span_us": exact_us(r["span"]), "gaps": r["gaps"], "idle_share": r["idle_share"]}
             for r in summary.hardware_tracks.iter_rows(named=True)
         ],
-        "gaps": gaps,
+        "gaps": {row["kind"]: _stats(row) for row in summary.gaps.iter_rows(named=True)},
         "steps": [
             {
                 "step": r["step"],
                 "name": r["name"],
-                "dur_us": us(r["dur"]),
-                "busy_us": {lane: us(r[f"{lane}_busy"]) for lane in busy},
-                "hardware_events": r["hardware_events"],
-                "hardware_idle_us": us(r["hardware_idle"]),
+                "start_us": exact_us(r["start"]),
+                "dur_us": exact_us(r["dur"]),
+                "host_busy_us": {lane: exact_us(r[f"{lane}_busy"]) for lane in busy},
+                "devices": [
+                    {"device": d["device"], "events": d["events"], "busy_us": exact_us(d["busy"]), "idle_us": exact_us(d["idle"]), "span_us": exact_us(d["span"])}
+                    for d in devices.get((r["step"],), summary.step_devices.clear()).iter_rows(named=True)
+                ],
             }
             for r in summary.steps.iter_rows(named=True)
         ],
-        "device": summary.device,
-        "ops": ops_dicts(op_table(summary.op_groups, summary.hardware_ns, view)),
+        "outside_steps": {"events": outside_events, "total_us": exact_us(outside_ns)},
+        "ops": ops_dicts(op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns, view)),
+        "op_totals": {"self_cpu_us": exact_us(summary.self_cpu_ns), "device_us": exact_us(summary.device_ns)},
+        "kernels": [
+            {"name": r["name"], "calls": r["calls"], **{f"{k}_us": exact_us(r[k]) for k in ("total", "mean", "min", "max")}, "share": r["share"], "streams": r["streams"]}
+            for r in summary.kernels.iter_rows(named=True)
+        ],
         "findings": findings_dicts(summary),
         "warnings": list(summary.warnings),
         "artifacts": session_dict(session) if session else None,
-    }
+    }  # fmt: skip
 
 
 def analysis(result: Analysis, view: OpView = OpView()) -> str:
-    """The whole analysis as one JSON object (schema `ntrace.analysis/1`)."""
+    """The whole analysis as one JSON object (schema `ntrace.analysis/2`)."""
     doc = {
         "schema": SCHEMA,
         "profiles": [summary_dict(s, session, view) for s, session in result],
@@ -95,35 +107,39 @@ def analysis(result: Analysis, view: OpView = OpView()) -> str:
 
 
 def ops_dicts(ops: pl.DataFrame) -> list[dict[str, Any]]:
-    """The `ops` array of the analyze JSON (µs floats), from an op table view."""
+    """The `ops` array of the analyze JSON (exact µs, percents 0–100), from an op table view."""
     extra = ["input_dims"] if "input_dims" in ops.columns else []
     return [
         {
             "name": r["name"],
+            "user_annotation": r["user_annotation"],
             **{k: r[k] for k in extra},
             "calls": r["calls"],
-            "self_cpu_us": us(r["self_cpu"]),
-            "cpu_total_us": us(r["cpu_total"]),
-            "cpu_avg_us": us(r["cpu_avg"]),
-            "self_device_us": us(r["self_device"]),
-            "device_total_us": us(r["device_total"]),
-            "device_avg_us": us(r["device_avg"]),
-            "device_pct": r["device_pct"],
+            "self_cpu_us": exact_us(r["self_cpu"]),
+            "self_cpu_pct": r["self_cpu_pct"],
+            "cpu_total_us": exact_us(r["cpu_total"]),
+            "cpu_total_pct": r["cpu_total_pct"],
+            "cpu_avg_us": exact_us(r["cpu_avg"]),
+            "self_device_us": exact_us(r["self_device"]),
+            "self_device_pct": r["self_device_pct"],
+            "device_total_us": exact_us(r["device_total"]),
+            "device_avg_us": exact_us(r["device_avg"]),
         }
         for r in ops.iter_rows(named=True)
     ]
 
 
 def findings_dicts(summary: Summary) -> list[dict[str, Any]]:
-    """The `findings` array of the analyze JSON: kind, subject, summary, time_us and the events (idx, name, ts_us, dur_us)."""
-    found = summary.findings.with_columns(
-        pl.col("events").list.eval(pl.struct(pl.element().struct.field("idx"), pl.element().struct.field("name"),
-                                             (pl.element().struct.field("ts") / 1000).alias("ts_us"),
-                                             (pl.element().struct.field("dur") / 1000).alias("dur_us")))
-    )
+    """The `findings` array of the analyze JSON: kind, subject, summary, time_us and the events it rests on (name, op, start and duration in exact µs)."""
     return [
-        {"kind": r["kind"], "subject": r["subject"], "summary": r["summary"], "time_us": us(r["time"]), "events": r["events"]}
-        for r in found.iter_rows(named=True)
+        {
+            "kind": r["kind"],
+            "subject": r["subject"],
+            "summary": r["summary"],
+            "time_us": exact_us(r["time"]),
+            "events": [{"name": e["name"], "op": e["op"], "ts_us": exact_us(e["ts"]), "dur_us": exact_us(e["dur"])} for e in r["events"]],
+        }
+        for r in summary.findings.iter_rows(named=True)
     ]
 
 

@@ -1,22 +1,26 @@
-"""Side-by-side comparison of variants (the seed study's summary table): device time, self CPU, device op calls, idle gaps, speed-up.
+"""Side-by-side comparison of variants (the source article's summary table), and the checks that say when two sets of traces cannot be compared.
 
-Definitions, per variant (summed over its traces):
-- device: all hardware execution time (every op's self device time plus the unlinked row).
-- self_cpu: self CPU of the ops that reached the device, i.e. the sum of the op table rows that
-  carry self device time (the seed's ~124.2 / 47.6 / 98.4 µs are exactly those rows).
-- device_op_calls: calls of those rows.
-- gap: total hardware idle between executions on the same device.
-- speedup: the baseline's device time over this variant's.
+Definitions, per variant (summed over its traces; docs/definitions.md section 7):
+- device: all device activity (the op table's device footer); compute: hardware executions only.
+- self_cpu: self CPU of the op rows (not user annotations, not ProfilerStep*) that carry self
+  device time (124.2 / 47.6 / 98.4 µs on the fixtures, the article's values); device_op_calls:
+  their calls.
+- idle: total hardware idle between executions on the same device.
+- step: the median profiler step duration, nearest rank.
+- speedup: the baseline's device time over this variant's; on traces with no device activity at
+  all (CPU captures), the baseline's median step over this variant's, and the basis says so.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import polars as pl
 
 from ntrace.analyses.ops import UNLINKED, op_table
+from ntrace.analyses.stats import nearest_rank
 from ntrace.errors import InputError
 from ntrace.io.discover import find_traces
 from ntrace.io.manifest import variant_name
@@ -30,12 +34,26 @@ COMPARE_SCHEMA = pl.Schema(
         "traces": pl.Int64(),
         "device_name": pl.String(),
         "device": pl.Int64(),
+        "compute": pl.Int64(),
         "self_cpu": pl.Int64(),
         "device_op_calls": pl.Int64(),
-        "gap": pl.Int64(),
+        "idle": pl.Int64(),
+        "step": pl.Int64(),
         "speedup": pl.Float64(),
     }
 )
+
+#: Below this share of common op names, two sides run different code and a per-op comparison says little.
+MIN_COMMON_OPS = 0.5
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Variants side by side: one row per variant (COMPARE_SCHEMA, ns), the basis of the speed-up ("device" time or median "step" time) and what could make the comparison wrong."""
+
+    variants: pl.DataFrame
+    basis: str
+    warnings: tuple[str, ...]
 
 
 def find_variants(paths: Sequence[str | Path]) -> list[tuple[Path, list[Path]]]:
@@ -57,49 +75,91 @@ def find_variants(paths: Sequence[str | Path]) -> list[tuple[Path, list[Path]]]:
     return found
 
 
-def variant_row(name: str, path: Path, summaries: Sequence[Summary]) -> dict[str, object]:
+def device_ops(summary: Summary) -> pl.DataFrame:
+    """The op rows of a trace that reached the device: ops (not user annotations, not ProfilerStep*, not the unlinked row) with self device time."""
+    table = op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns)
+    wrapper = pl.col("user_annotation") | pl.col("name").is_in([UNLINKED, "ProfilerStep*"])
+    return table.filter(~wrapper & (pl.col("self_device") > 0))
+
+
+def variant_row(name: str, path: Path, summaries: Sequence[Summary]) -> dict[str, Any]:
     """One variant's numbers (ns) summed over its traces' summaries."""
-    device = self_cpu = calls = gap = 0
-    for summary in summaries:
-        table = op_table(summary.op_groups, summary.hardware_ns)
-        device += int(table["self_device"].sum())
-        reached = table.filter((pl.col("self_device") > 0) & (pl.col("name") != UNLINKED))
-        self_cpu += int(reached["self_cpu"].sum())
-        calls += int(reached["calls"].sum())
-        gap += int(summary.idle_gaps.sum())
+    reached = [device_ops(s) for s in summaries]
+    steps = pl.concat([s.steps["dur"] for s in summaries]) if summaries else pl.Series(dtype=pl.Int64)
     devices = sorted({s.device for s in summaries} - {"none"})
     return {
         "name": name,
         "path": str(path),
         "traces": len(summaries),
         "device_name": "/".join(devices) or "none",
-        "device": device,
-        "self_cpu": self_cpu,
-        "device_op_calls": calls,
-        "gap": gap,
+        "device": sum(s.device_ns for s in summaries),
+        "compute": sum(int(s.lanes.filter(pl.col("lane") == "hardware")["total"].sum()) for s in summaries),
+        "self_cpu": sum(int(r["self_cpu"].sum()) for r in reached),
+        "device_op_calls": sum(int(r["calls"].sum()) for r in reached),
+        "idle": sum(int(s.idle_gaps.sum()) for s in summaries),
+        "step": nearest_rank(steps, 50),
     }
 
 
-def compare(paths: Sequence[str | Path], baseline: str | None = None) -> pl.DataFrame:
-    """One row per variant: name, path, traces, device_name, device, self_cpu, device_op_calls, gap (ns) and speedup vs the baseline.
+def comparability(sides: Sequence[tuple[str, Sequence[Summary]]]) -> list[str]:
+    """What makes these sets of traces hard to compare: different device models, different backends, few op names in common."""
+    out = []
+    models = {name: _models(summaries) for name, summaries in sides}
+    if len({m for m in models.values() if m}) > 1:
+        out.append("the traces come from different device models: " + "; ".join(f"{n}: {', '.join(sorted(m)) or 'none'}" for n, m in models.items()))
+    backends = {name: {s.device for s in summaries} for name, summaries in sides}
+    if len({frozenset(b) for b in backends.values()}) > 1:
+        out.append("the traces come from different backends: " + "; ".join(f"{n}: {'/'.join(sorted(b))}" for n, b in backends.items()))
+    names = {name: _op_names(summaries) for name, summaries in sides}
+    for (a, ops_a), (b, ops_b) in zip(list(names.items()), list(names.items())[1:]):
+        smaller = min(len(ops_a), len(ops_b))
+        if smaller and len(ops_a & ops_b) < MIN_COMMON_OPS * smaller:
+            out.append(f"{a} and {b} share only {len(ops_a & ops_b)} of {smaller} op names: they run different code, so per-op changes say little")
+    return out
+
+
+def _models(summaries: Sequence[Summary]) -> set[str]:
+    """The device model names the traces' deviceProperties list."""
+    out = set()
+    for s in summaries:
+        props = s.meta.get("deviceProperties") if isinstance(s.meta, dict) else None
+        for device in props if isinstance(props, list) else []:
+            if isinstance(device, dict) and isinstance(device.get("name"), str):
+                out.add(device["name"])
+    return out
+
+
+def _op_names(summaries: Sequence[Summary]) -> set[str]:
+    """The names of the ops (not annotations, not the unlinked row) the traces ran."""
+    return {n for s in summaries for n in s.op_groups.filter(~pl.col("user_annotation") & (pl.col("name") != UNLINKED))["name"].to_list()}
+
+
+def compare(paths: Sequence[str | Path], baseline: str | None = None) -> Comparison:
+    """One row per variant (COMPARE_SCHEMA) with the speed-up over the baseline, the basis it was measured on, and warnings.
 
     Variants keep the order of `paths`; the variants found under one directory go slowest first
-    (most device time), as the seed's table does. The baseline is the first variant, or the one
-    whose name (or path) is `baseline`.
+    (most device time, or the longest median step), as the article's table does. The baseline is
+    the first variant, or the one whose name (or path) is `baseline`.
     """
     variants = find_variants(paths)
-    rows = [variant_row(variant_name(path), path, [summarize(t) for t in traces]) for path, traces in variants]
+    loaded = [(variant_name(path), path, [summarize(t) for t in traces]) for path, traces in variants]
+    rows = [variant_row(name, path, summaries) for name, path, summaries in loaded]
+    basis = "device" if any(r["device"] > 0 for r in rows) else "step"
     if len(paths) == 1 and len(rows) > 1:
-        rows.sort(key=lambda r: (-int(r["device"]), str(r["name"])))  # type: ignore[call-overload]
+        rows.sort(key=lambda r: (-r[basis], r["name"]))
     names = [str(r["name"]) for r in rows]
     if len(set(names)) < len(names):  # two variants with one manifest name: tell them apart by path
         for r in rows:
             r["name"] = f"{r['name']} ({r['path']})"
     frame = pl.DataFrame(rows, schema={k: v for k, v in COMPARE_SCHEMA.items() if k != "speedup"})
-    pick = frame.with_row_index("_i").filter((pl.col("name") == baseline) | (pl.col("path") == baseline)) if baseline else frame.head(1).with_row_index("_i")
+    pick = frame.filter((pl.col("name") == baseline) | (pl.col("path") == baseline)) if baseline else frame.head(1)
     if pick.is_empty():
         raise InputError(baseline, f"is not one of the variants ({', '.join(frame['name'].to_list())})")
-    base = pick["device"][0]
-    return frame.with_columns(
-        speedup=pl.when(pl.col("device") > 0).then(pl.lit(float(base)) / pl.col("device")).otherwise(None)
-    ).cast(COMPARE_SCHEMA)
+    base = int(pick[basis][0])
+    warnings = [w for _, _, summaries in loaded for s in summaries for w in s.warnings]
+    warnings += comparability([(name, summaries) for name, _, summaries in loaded])
+    if basis == "step":
+        warnings.append("no trace holds device activity: the speed-up compares the median profiler step (CPU time), not device time")
+    speedup = pl.when(pl.col(basis) > 0).then(pl.lit(float(base)) / pl.col(basis)).otherwise(None)
+    return Comparison(frame.with_columns(speedup=speedup).cast(COMPARE_SCHEMA), basis, tuple(warnings))
+

@@ -1,9 +1,11 @@
 """Regression diff of two profiles (BASE → TEST): per-op changes in device and CPU time, lane totals and gap statistics before and after.
 
-An op is "added" or "removed" when only one side has it; otherwise each of its two metrics (self
-device, self CPU) is "slower" or "faster" when it moved by more than the threshold (percent of
-the base value) and "unchanged" otherwise. Each side may be one trace or a directory of traces,
-whose numbers are summed.
+Rows are the op table's (name, user annotation or not). An op is "added" or "removed" when only
+one side has it; otherwise each of its two metrics (self device, self CPU) is "slower" or
+"faster" when it moved by more than the threshold (percent of the base value) and "unchanged"
+otherwise. Device time is judged only on rows with device time on either side, and the
+"[unlinked device time]" row is never "added": it is device time, compared as such. Each side
+may be one trace or a directory of traces, whose numbers are summed.
 """
 
 from __future__ import annotations
@@ -15,24 +17,26 @@ from typing import Sequence
 import polars as pl
 
 from ntrace.analyses import stats
-from ntrace.analyses.ops import op_table
+from ntrace.analyses.ops import UNLINKED, op_table
 from ntrace.errors import InputError
 from ntrace.summary import Summary
 from ntrace.workflows.analyze import analyze
+from ntrace.workflows.compare import comparability
 
 
-@dataclass
+@dataclass(frozen=True)
 class Diff:
-    """The diff of BASE and TEST: per-op rows, lanes and gaps side by side, and the change in total device time."""
+    """The diff of BASE and TEST: per-op rows, lanes and gaps side by side, the change in total device time, and what could make the comparison wrong."""
 
     base: Path
     test: Path
     threshold: float
-    ops: pl.DataFrame  # name, status_device, status_cpu, base/test calls, self_device, self_cpu (ns), *_change_pct
+    ops: pl.DataFrame  # name, user_annotation, status_device, status_cpu, base/test calls, self_device, self_cpu (ns), *_change_pct
     lanes: pl.DataFrame  # lane, base_total, test_total, base_busy, test_busy (ns)
     gaps: pl.DataFrame  # kind, stat, base, test (ns; count for stat "count")
     base_device: int
     test_device: int
+    warnings: tuple[str, ...] = ()
 
     @property
     def device_change_pct(self) -> float | None:
@@ -48,16 +52,17 @@ class Diff:
 
 
 def _ops(summaries: Sequence[Summary]) -> pl.DataFrame:
-    """Op rows summed over traces: name, calls, self_cpu, self_device."""
-    tables = [op_table(s.op_groups, s.hardware_ns).select("name", "calls", "self_cpu", "self_device") for s in summaries]
-    return pl.concat(tables).group_by("name").agg(pl.col("calls", "self_cpu", "self_device").sum())
+    """Op rows summed over traces: name, user_annotation, calls, self_cpu, self_device."""
+    tables = [op_table(s.op_groups, s.self_cpu_ns, s.device_ns).select("name", "user_annotation", "calls", "self_cpu", "self_device") for s in summaries]
+    return pl.concat(tables).group_by("name", "user_annotation").agg(pl.col("calls", "self_cpu", "self_device").sum())
 
 
 def _status(metric: str, threshold: float) -> pl.Expr:
-    """added / removed / slower / faster / unchanged for one metric of the joined base/test rows."""
+    """added / removed / slower / faster / unchanged for one metric of the joined base/test rows; null where it has nothing to judge."""
     base, test = pl.col(f"base_{metric}"), pl.col(f"test_{metric}")
     change = pl.col(f"{metric}_change_pct")
-    return (
+    unlinked = pl.col("name") == UNLINKED
+    judged = (
         pl.when(pl.col("base_calls").is_null())
         .then(pl.lit("added"))
         .when(pl.col("test_calls").is_null())
@@ -69,13 +74,24 @@ def _status(metric: str, threshold: float) -> pl.Expr:
         .when(change < -threshold)
         .then(pl.lit("faster"))
         .otherwise(pl.lit("unchanged"))
-        .alias(f"status_{metric.removeprefix('self_')}")
     )
+    if metric == "self_device":  # only rows with device time, and the unlinked row as device time that grew or shrank
+        b, t = base.fill_null(0), test.fill_null(0)
+        judged = (
+            pl.when((b == 0) & (t == 0)).then(None)
+            .when(unlinked & (t > b * (1 + threshold / 100))).then(pl.lit("slower"))
+            .when(unlinked & (t < b * (1 - threshold / 100))).then(pl.lit("faster"))
+            .when(unlinked).then(pl.lit("unchanged"))
+            .otherwise(judged)
+        )  # fmt: skip
+    else:
+        judged = pl.when(unlinked).then(None).otherwise(judged)
+    return judged.alias(f"status_{metric.removeprefix('self_')}")
 
 
 def op_changes(base: Sequence[Summary], test: Sequence[Summary], threshold: float = 5.0) -> pl.DataFrame:
-    """Per op name: status_device, status_cpu, base/test calls, self_device and self_cpu (ns) and their change in percent."""
-    joined = _ops(base).join(_ops(test), on="name", how="full", coalesce=True, suffix="_test")
+    """Per op row: status_device, status_cpu, base/test calls, self_device and self_cpu (ns) and their change in percent."""
+    joined = _ops(base).join(_ops(test), on=["name", "user_annotation"], how="full", coalesce=True, suffix="_test")
     joined = joined.rename({c: f"base_{c}" for c in ("calls", "self_cpu", "self_device")}).rename(
         {f"{c}_test": f"test_{c}" for c in ("calls", "self_cpu", "self_device")}
     )
@@ -87,9 +103,9 @@ def op_changes(base: Sequence[Summary], test: Sequence[Summary], threshold: floa
         joined.with_columns(**pct)
         .with_columns(_status("self_device", threshold), _status("self_cpu", threshold))
         .with_columns(_delta=(pl.col("test_self_device").fill_null(0) - pl.col("base_self_device").fill_null(0)).abs())
-        .sort(["_delta", "name"], descending=[True, False])
+        .sort(["_delta", "name", "user_annotation"], descending=[True, False, False])
         .select(
-            "name", "status_device", "status_cpu", "base_calls", "test_calls", "base_self_device", "test_self_device",
+            "name", "user_annotation", "status_device", "status_cpu", "base_calls", "test_calls", "base_self_device", "test_self_device",
             "self_device_change_pct", "base_self_cpu", "test_self_cpu", "self_cpu_change_pct",
         )
     )
@@ -101,10 +117,11 @@ def _lanes(summaries: Sequence[Summary]) -> pl.DataFrame:
 
 
 def _gap_stats(summaries: Sequence[Summary]) -> pl.DataFrame:
-    """Statistics of both gap kinds over all traces' gaps together: (kind, stat, value)."""
+    """Statistics of hardware idle, launch latency and queue delay over all traces' values together: (kind, stat, value)."""
     kinds = {
         "hardware_idle": pl.concat([s.idle_gaps for s in summaries]),
-        "launch_delay": pl.concat([s.launch_delays for s in summaries]),
+        "launch_latency": pl.concat([s.launch_latencies for s in summaries]),
+        "queue_delay": pl.concat([s.queue_delays for s in summaries]),
     }
     rows = [(kind, stat, value) for kind, values in kinds.items() for stat, value in stats.stats(values).items()]
     return pl.DataFrame(rows, schema={"kind": pl.String, "stat": pl.String, "value": pl.Int64}, orient="row")
@@ -119,7 +136,7 @@ def diff(base: str | Path, test: str | Path, threshold: float = 5.0) -> Diff:
     lanes = _lanes(b).join(_lanes(t), on="lane", how="full", coalesce=True, suffix="_test", maintain_order="left")
     lanes = lanes.select("lane", base_total="total", test_total="total_test", base_busy="busy", test_busy="busy_test")
     gap = _gap_stats(b).join(_gap_stats(t), on=["kind", "stat"], suffix="_test", maintain_order="left")
-    hw = lanes.filter(pl.col("lane") == "hardware")
+    warnings = (*(w for s in (*b, *t) for w in s.warnings), *comparability([("base", b), ("test", t)]))
     return Diff(
         base=Path(base),
         test=Path(test),
@@ -127,6 +144,7 @@ def diff(base: str | Path, test: str | Path, threshold: float = 5.0) -> Diff:
         ops=op_changes(b, t, threshold),
         lanes=lanes.with_columns(pl.exclude("lane").fill_null(0)),
         gaps=gap.select("kind", "stat", base="value", test="value_test"),
-        base_device=int(hw["base_total"].sum()),
-        test_device=int(hw["test_total"].sum()),
+        base_device=sum(s.device_ns for s in b),
+        test_device=sum(s.device_ns for s in t),
+        warnings=warnings,
     )

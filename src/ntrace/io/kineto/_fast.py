@@ -60,6 +60,7 @@ class _Args(msgspec.Struct, gc=False):
     stream: Key = None
     device: Key = None
     sequence: Key = msgspec.field(default=None, name="Sequence number")
+    bytes: Key = None
     input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
 
 
@@ -85,7 +86,7 @@ _TEXT = ("ph", "cat", "name", "bp")
 _IDS = ("pid", "tid")
 _TIMES = ("ts", "dur")
 #: The linking keys in `args`: integers (or numeric text).
-_KEYS = ("external_id", "correlation", "stream", "device", "sequence")
+_KEYS = ("external_id", "correlation", "stream", "device", "sequence", "bytes")
 
 
 def columns(text: Any, stage: str = "decoding") -> tuple[Columns, dict[str, Any]] | None:

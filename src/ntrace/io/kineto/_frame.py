@@ -108,6 +108,7 @@ def frame(cols: dict[str, Any], path: Path, warnings: list[str]) -> pl.DataFrame
             "stream": _ints(cols["stream"]),
             "device": _ints(cols["device"]),
             "sequence": _ints(cols["sequence"]),
+            "bytes": _ints(cols["bytes"]),
             "input_dims": shapes_text(cols["input_dims"]),
         }
     )

@@ -36,6 +36,7 @@ _ARG_KEYS = {
     "stream": "stream",
     "device": "device",
     "sequence": "Sequence number",
+    "bytes": "bytes",
 }
 
 
