@@ -30,13 +30,14 @@ def test_analyze_json_contract_on_directory(tmp_path: Path) -> None:
     proc = _run("analyze", str(tmp_path), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert doc["schema"] == "ntrace.analysis/1" and doc["warnings"] == []
+    assert doc["schema"] == "ntrace.analysis/2" and doc["warnings"] == []
     assert [Path(p["trace"]).name for p in doc["profiles"]] == ["trace.json", "rank0.pt.trace.json.gz"]
     first = doc["profiles"][0]
     assert first["events"] == 2 and first["window_us"] == 8.0
     assert [lane["lane"] for lane in first["lanes"]] == ["framework", "device", "runtime_api", "hardware", "other"]
-    assert first["hardware_tracks"] == [{"track": "device 0", "busy_us": 2.0, "idle_us": 0.0, "span_us": 2.0, "gaps": 0}]
-    assert set(first["gaps"]) == {"hardware_idle", "launch_delay"}
+    assert first["hardware_tracks"] == [{"track": "device 0", "busy_us": 2.0, "idle_us": 0.0, "span_us": 2.0, "gaps": 0, "idle_share": 0.0}]
+    assert set(first["gaps"]) == {"hardware_idle", "launch_latency", "queue_delay"}
+    assert "share" in first["gaps"]["hardware_idle"] and "share" not in first["gaps"]["launch_latency"]
     assert set(first["gaps"]["hardware_idle"]) >= {"count", "total_us", "p50_us", "p90_us", "max_us"}
 
 

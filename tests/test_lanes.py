@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 import pytest
 
-from ntrace.lanes import LANE_ROWS, LANES, classify, lane_table
+from ntrace.lanes import LANE_ROWS, LANES, NAME_RULES, classify, lane_table, name_rule_table
 
 
-def _events(cats: list[str | None]) -> pl.DataFrame:
-    return pl.DataFrame({"idx": list(range(len(cats))), "ph": ["X"] * len(cats), "cat": cats}, schema_overrides={"cat": pl.String})
+def _events(cats: list[str | None], names: list[str] | None = None) -> pl.DataFrame:
+    names = names or ["op"] * len(cats)
+    return pl.DataFrame({"idx": list(range(len(cats))), "ph": ["X"] * len(cats), "cat": cats, "name": names}, schema_overrides={"cat": pl.String})
 
 
 def test_table_rows_are_unique_and_use_known_lanes() -> None:
@@ -61,7 +64,41 @@ def test_classify_equals_a_lookup_per_event() -> None:
     """Lanes given per distinct category (by code) equal a plain Python lookup of every event's category."""
     rows = {cat.lower(): (lane, side) for cat, lane, side, _ in LANE_ROWS}
     cats = [c for cat, *_ in LANE_ROWS for c in (cat, cat.upper())] + ["new_cat", "", None] * 5
-    out = classify(_events(cats * 3))
-    expected = [rows.get((c or "").lower(), ("other", "host")) if c is not None else ("other", "host") for c in cats * 3]
+    out = classify(_events(cats * 3, ["dma_request"] * len(cats) * 3))
+    ruled = {cat: (lane, side) for cat, pattern, lane, side, _ in reversed(NAME_RULES) if re.search(pattern, "dma_request")}
+    expected = [
+        ruled.get((c or "").lower()) or (rows.get((c or "").lower(), ("other", "host")) if c is not None else ("other", "host")) for c in cats * 3
+    ]
     assert list(zip(out["lane"].to_list(), out["side"].to_list())) == expected
     assert out["lane"].dtype == pl.Enum(LANES) and out["side"].dtype == pl.String
+
+
+@pytest.mark.parametrize(
+    ("cat", "name", "lane", "side"),
+    [
+        ("mtia_ccp_events", "dma_request", "device", "device"),
+        ("mtia_ccp_events", "event_wait", "device", "device"),
+        ("mtia_ccp_events", "event_record", "device", "device"),
+        ("mtia_ccp_events", "fc-dtype_Float", "hardware", "device"),
+        ("mtia_ccp_events", "pe_exe", "hardware", "device"),
+        ("kernel", "dma_request", "hardware", "device"),  # the rules read names only in the categories they name
+        ("cpu_op", "event_wait", "framework", "host"),
+    ],
+)
+def test_name_rules_split_mixed_categories(cat: str, name: str, lane: str, side: str) -> None:
+    """MTIA's mtia_ccp_events mixes compute with DMA requests and event waits: those are device interaction, not hardware execution."""
+    out = classify(_events([cat], [name]))
+    assert (out["lane"][0], out["side"][0]) == (lane, side)
+
+
+def test_name_rule_table_is_what_the_cli_prints() -> None:
+    from click.testing import CliRunner
+
+    from ntrace.cli import main
+
+    result = CliRunner().invoke(main, ["lanes"])
+    assert result.exit_code == 0
+    table = name_rule_table()
+    assert table.height == len(NAME_RULES)
+    for row in table.iter_rows(named=True):
+        assert row["name"] in result.output and row["why"] in result.output

@@ -60,17 +60,29 @@ def test_links_by_correlation_and_flow(trace: Path) -> None:
     p = load(trace)
     vias = p.links.join(p.events.select("idx", "ts"), left_on="exec_idx", right_on="idx").sort("ts")["via"].to_list()
     assert vias == ["correlation", "flow", "correlation"]
-    assert p.launch_delays["delay"].to_list() == [15_000, 25_000, 14_000]
-    stats = p.gaps.filter(pl.col("kind") == "launch_delay").row(0, named=True)
-    assert (stats["count"], stats["total"], stats["p50"], stats["max"]) == (3, 54_000, 15_000, 25_000)
+    delays = p.launch_delays.sort("exec_idx")
+    assert delays["latency"].to_list() == [15_000, 25_000, 14_000]  # call start -> device start
+    assert delays["queue"].to_list() == [10_000, 20_000, 10_000]  # call end -> device start
+    latency = p.gaps.filter(pl.col("kind") == "launch_latency").row(0, named=True)
+    assert (latency["count"], latency["total"], latency["p50"], latency["max"], latency["share"]) == (3, 54_000, 15_000, 25_000, None)
+    queue = p.gaps.filter(pl.col("kind") == "queue_delay").row(0, named=True)
+    assert (queue["count"], queue["total"], queue["p50"], queue["max"], queue["share"]) == (3, 40_000, 10_000, 20_000, None)
 
 
 def test_steps_are_windows(trace: Path) -> None:
     steps = load(trace).steps
     assert steps["step"].to_list() == [1, 2]
     s1, s2 = steps.iter_rows(named=True)
-    assert (s1["dur"], s1["hardware_busy"], s1["hardware_idle"], s1["hardware_events"]) == (100_000, 25_000, 30_000, 3)
-    assert (s2["hardware_busy"], s2["hardware_idle"], s2["framework_busy"], s2["runtime_api_busy"]) == (10_000, 0, 10_000, 4_000)
+    assert "hardware_busy" not in steps.columns  # host columns: hardware executions run on the device
+    assert (s1["dur"], s1["framework_busy"], s1["runtime_api_busy"], s1["device_busy"]) == (100_000, 40_000, 10_000, 2_000)
+    assert (s2["dur"], s2["framework_busy"], s2["runtime_api_busy"], s2["device_busy"]) == (50_000, 10_000, 4_000, 0)
+
+
+def test_device_work_belongs_to_the_step_that_launched_it(trace: Path) -> None:
+    """The kernel at 70 µs ran after aten::add's call at 45 µs in step 1; the one at 75 µs has no call: it is outside every step."""
+    p = load(trace)
+    assert p.step_devices.rows() == [(1, "device 0", 2, 20_000, 30_000, 50_000), (2, "device 0", 1, 10_000, 0, 10_000)]
+    assert p.outside_steps == (1, 10_000)
 
 
 def test_device_lane_is_tracked_by_stream(trace: Path) -> None:
@@ -104,14 +116,12 @@ def test_select_complete_and_executions(trace: Path) -> None:
     assert profile.executions["track"].to_list() == ["device 0"] * 4
 
 
-def test_op_around_looks_calls_up_in_the_op_tree(trace: Path) -> None:
-    from ntrace.analyses.ops import op_around
-
+def test_device_activities_are_own_time_of_the_op_open_when_their_call_starts(trace: Path) -> None:
     profile = load(trace)
-    # 2: nrt_execute inside aten::mul (1); 3: a kernel, not in the host tree; 5: nrt_execute inside aten::add (4); 0: the top step
-    got = op_around(profile.nesting, pl.Series([2, 3, None, 5, 0], dtype=pl.Int64)).to_list()
-    assert got == [1, None, None, 4, None]
-    assert got == [dict(profile.nesting.select("idx", "op_idx").iter_rows()).get(i) for i in (2, 3, None, 5, 0)]
+    # kernel 3: call 2 inside aten::mul (1); kernel 8: call 5 (by flow) inside aten::add (4); kernel 9: no call; kernel 14: call 13 inside aten::mean (12)
+    got = profile.attribution.sort("idx").select("idx", "call_idx", "op_idx").rows()
+    assert got == [(3, 2, 1), (8, 5, 4), (9, None, None), (14, 13, 12)]
+    assert profile.device_ns == 40_000
 
 
 def _same(a: Summary, b: Summary) -> bool:

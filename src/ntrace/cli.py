@@ -149,12 +149,15 @@ def analyze(
 @main.command()
 @_fail_cleanly
 def lanes() -> None:
-    """Print the category → lane table that classifies every event."""
-    from ntrace.lanes import lane_table
+    """Print the category → lane table that classifies every event, then the name rules for categories that mix compute and data movement."""
+    from ntrace.lanes import lane_table, name_rule_table
     from ntrace.render.text import table
 
     frame = lane_table()
     click.echo(table(["category", "lane", "side", "why"], [list(r) for r in frame.iter_rows()], left=4))
+    click.echo("\nName rules (applied first, inside the categories that mix compute and data movement)")
+    rules = name_rule_table()
+    click.echo(table(list(rules.columns), [[str(v) for v in r] for r in rules.iter_rows()], left=rules.width))
 
 
 def _ints(text: str, what: str, count: int | None = None) -> tuple[int, ...]:
@@ -289,8 +292,10 @@ def compare(paths: tuple[Path, ...], baseline: str | None, fmt: str) -> None:
     """
     from ntrace.workflows.compare import compare as run
 
-    frame = run(paths, baseline=baseline)
-    click.echo(_renderer(fmt).compare(frame), nl=fmt == "json")
+    result = run(paths, baseline=baseline)
+    text = _renderer(fmt).compare(result)
+    _warn(result.warnings)
+    click.echo(text, nl=fmt == "json")
 
 
 @main.command()
@@ -306,7 +311,9 @@ def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt
     from ntrace.workflows.diff import diff as run
 
     result = run(base, test, threshold=threshold)
-    click.echo(_renderer(fmt).diff(result), nl=fmt == "json")
+    text = _renderer(fmt).diff(result)
+    _warn(result.warnings)
+    click.echo(text, nl=fmt == "json")
     if fail_above is not None and result.fails(fail_above):
         change = result.device_change_pct
         click.echo(

@@ -47,7 +47,7 @@ LANE_ROWS: tuple[tuple[str, str, str, str], ...] = (
 #: beside compute, which are data movement and synchronization, not execution.
 NAME_RULES: tuple[tuple[str, str, str, str, str], ...] = (
     ("mtia_ccp_events", r"^dma_", "device", "device", "MTIA DMA requests: data movement, not compute"),
-    ("mtia_ccp_events", r"(?i)wait", "device", "device", "MTIA event waits: synchronization, not compute"),
+    ("mtia_ccp_events", r"^event_", "device", "device", "MTIA event records and waits: synchronization, not compute"),
 )
 
 

@@ -186,10 +186,10 @@ class Profile:
     @cached_property
     def _step_work(self) -> tuple[pl.DataFrame, tuple[int, int]]:
         """Per (step, device) the device work each step launched, and the (count, ns) of device work in no step."""
-        work = self.activities.select("idx", device="pid", ts="ts", end="end", dur="dur").join(
+        work = self.activities.select("idx", device=pl.format("device {}", pl.col("pid").fill_null("?")), ts="ts", end="end", dur="dur").join(
             self.links.select(idx="exec_idx", call_idx="call_idx").join(self.calls.select(call_idx="idx", call_ts="ts"), on="call_idx"), on="idx", how="left"
         )
-        return device_work(self._windows, work.with_columns(pl.col("device").fill_null("?")))
+        return device_work(self._windows, work)
 
     @property
     def step_devices(self) -> pl.DataFrame:

@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 
-def us(ns: int | float | None) -> float:
-    """Nanoseconds to microseconds (float), for JSON."""
-    return 0.0 if ns is None else round(ns / 1000.0, 3)
-
-
 def us_text(ns: int) -> str:
     """Integer ns as exact decimal µs text with three decimals (1712195495505582988 → "1712195495505582.988"): no binary float on the way out."""
     sign = "-" if ns < 0 else ""

@@ -49,8 +49,10 @@ def test_the_summary_round_trips_and_is_tied_to_the_analysis_code(tmp_path: Path
     summary = load(trace).summary()
     out = _write(trace, tmp_path / "t.parquet")
     stored = read_cache_summary(out)
-    assert stored is not None and stored.hardware_ns == summary.hardware_ns == 30_000
-    assert all(getattr(stored, f).equals(getattr(summary, f)) for f in ("lanes", "tracks", "gaps", "steps", "op_groups", "findings", "idle_gaps"))
+    assert stored is not None and stored.device_ns == summary.device_ns == 30_000
+    frames = ("lanes", "tracks", "gaps", "steps", "step_devices", "op_groups", "kernels", "findings", "idle_gaps", "launch_latencies", "queue_delays")
+    assert all(getattr(stored, f).equals(getattr(summary, f)) for f in frames)
+    assert stored.outside_steps == summary.outside_steps and stored.self_cpu_ns == summary.self_cpu_ns
     assert read_cache_summary(_write(trace, tmp_path / "bare.parquet", summary=False)) is None
     import ntrace.summary
 

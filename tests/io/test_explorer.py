@@ -74,7 +74,8 @@ def test_flow_ids_link_runtime_to_hardware(parquet: Path) -> None:
     profile = load(parquet)
     delays = profile.launch_delays
     assert delays.height == len(OPS)
-    assert delays["delay"].to_list() == [4000] * len(OPS)  # hardware starts 4 µs after nrt_execute
+    assert delays["latency"].to_list() == [4000] * len(OPS)  # hardware starts 4 µs after nrt_execute starts
+    assert delays["queue"].to_list() == [max(4000 - (dur - 6) * 1000, 0) for _, _, dur in OPS]  # and after it ends, if it ended first
     assert set(delays["call"]) == {"nrt_execute"}
 
 

@@ -79,7 +79,7 @@ def test_synthetic_trace_same_json_three_ways(synthetic: Path, tmp_path: Path, m
     profile = fast["profiles"][0]
     assert profile["trace"] == str(synthetic)  # the Parquet file names its source trace
     assert {lane["lane"] for lane in profile["lanes"] if lane["events"]} >= {"framework", "runtime_api", "hardware", "device"}
-    assert profile["gaps"]["launch_delay"]["count"] > 0 and profile["steps"]
+    assert profile["gaps"]["launch_latency"]["count"] > 0 and profile["steps"]
     assert _uses_batches(synthetic, monkeypatch)
 
 

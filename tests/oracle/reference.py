@@ -72,7 +72,7 @@ CATEGORY_TABLE: dict[str, tuple[str, str]] = {
 NAME_RULES: dict[str, list[tuple[re.Pattern[str], str, str]]] = {
     "mtia_ccp_events": [
         (re.compile(r"^dma_"), "device", "device"),
-        (re.compile(r"(?i)wait"), "device", "device"),
+        (re.compile(r"^event_"), "device", "device"),
     ],
 }
 
@@ -134,18 +134,20 @@ def events_from_json_text(text: str) -> list[Any]:
 _EXACT = decimal.Context(prec=100, Emax=10**6, Emin=-(10**6))
 
 
-def _round_half_away(value: Fraction) -> int:
-    """Round a fraction to the nearest integer, ties away from zero."""
-    sign = -1 if value < 0 else 1
-    a = abs(value)
-    return sign * ((2 * a.numerator + a.denominator) // (2 * a.denominator))
+def _round_half_even(value: Fraction) -> int:
+    """Round a fraction to the nearest integer, ties to the even one."""
+    floor = value.numerator // value.denominator
+    rest = value - floor
+    if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and floor % 2 == 1):
+        return floor + 1
+    return floor
 
 
 def parse_ns(value: Any) -> int | None:
     """µs (JSON int, Decimal, or a string holding a JSON number) -> integer ns, or None when
     the value is not a usable number (missing, null, bool, NaN/Infinity, other text).
 
-    ns = exact decimal value × 1000, rounded half away from zero. A float argument (only
+    ns = exact decimal value × 1000, rounded to nearest, ties to even. A float argument (only
     NaN/Infinity can reach here from the reader, or a caller's own float) is read through its
     shortest repr text, never its binary value."""
     if value is None or isinstance(value, bool):
@@ -171,7 +173,7 @@ def parse_ns(value: Any) -> int | None:
         return 0
     if value.as_tuple().exponent >= -3:  # at most three decimals: value × 1000 is an integer
         return int(value.scaleb(3, _EXACT))
-    return _round_half_away(Fraction(value) * 1000)
+    return _round_half_even(Fraction(value) * 1000)
 
 
 def text_of(value: Any) -> str:

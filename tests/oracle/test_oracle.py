@@ -53,10 +53,14 @@ def test_parse_ns_exact():
     assert parse_ns(3) == 3000
     assert parse_ns(D("1.5e3")) == 1_500_000
     assert parse_ns("1.5e3") == 1_500_000
-    assert parse_ns(D("0.0005")) == 1  # half away from zero
-    assert parse_ns(D("-0.0005")) == -1
+    assert parse_ns(D("0.0005")) == 0  # ties to even
+    assert parse_ns(D("0.0015")) == 2
+    assert parse_ns(D("-0.0015")) == -2
+    assert parse_ns(D("-0.0005")) == 0
+    assert parse_ns(D("0.00050001")) == 1
     assert parse_ns(D("0.0004999")) == 0
     assert parse_ns(D("2.0015")) == 2002
+    assert parse_ns(D("2.0025")) == 2002
     for bad in (None, True, "abc", "", " 1", "1.", "NaN", float("nan"), [], {}):
         assert parse_ns(bad) is None
 

@@ -60,7 +60,7 @@ def test_markdown_tables(tmp_path: Path) -> None:
     assert "**Summary** (one row per trace)" in md
     assert "### fused\\|odd" in md and "### naive" in md  # pipes escaped so the table stays a table
     tables = [block for block in md.split("\n\n") if block.startswith("| ")]
-    assert len(tables) == 1 + 2 * 5  # summary, then lanes, hardware tracks, gaps, steps, operators per trace
+    assert len(tables) == 1 + 2 * 7  # summary, then lanes, hardware tracks, gaps, steps, device work per step, operators, device activities per trace
     for table in tables:
         lines = table.splitlines()
         widths = {line.replace("\\|", "").count("|") for line in lines}
@@ -72,7 +72,7 @@ def test_markdown_tables(tmp_path: Path) -> None:
 def test_frame_table_formats_cells() -> None:
     frame = pl.DataFrame({"name": ["a|b", None], "calls": [1200, 3], "self_us": [1.5, 2500.0], "share": [0.5, 0.25]})
     assert frame_table(frame).splitlines() == [
-        "| name | calls | self | % window |",
+        "| name | calls | self | share |",
         "|:---|---:|---:|---:|",
         "| a\\|b | 1,200 | 1.500us | 50.00% |",
         "| - | 3 | 2.500ms | 25.00% |",
@@ -171,10 +171,10 @@ def test_compare_csv_and_markdown_match_json() -> None:
     rows = _rows("compare", str(RMSNORM), "--format", "csv")
     assert [r["variant"] for r in rows] == [v["name"] for v in doc["variants"]] == ["naive", "fused", "compiled"]
     for row, v in zip(rows, doc["variants"]):
-        assert float(row["device_time_us"]) == v["device_us"] and float(row["idle_us"]) == v["gap_us"]
+        assert float(row["device_time_us"]) == v["device_us"] and float(row["idle_us"]) == v["idle_us"] and float(row["compute_us"]) == v["compute_us"]
         assert int(row["op_calls"]) == v["device_op_calls"] and float(row["speedup"]) == pytest.approx(v["speedup"])
     md = _cli("compare", str(RMSNORM), "--format", "markdown")
-    assert "| naive | 2.355ms | 124.200us | 6 | 245.660us | 1.00x |" in md  # the seed's naive row
+    assert "| naive | 2.355ms | 2.352ms | 124.200us | 6 | 245.660us | 2.678ms | 1.00x |" in md  # the seed's naive row
     assert "| fused | 403.300us |" in md and "| compiled | 375.500us |" in md
 
 
@@ -184,11 +184,11 @@ def test_diff_csv_and_markdown_match_json() -> None:
     rows = _rows("diff", base, test, "--format", "csv")
     assert [r["name"] for r in rows] == [op["name"] for op in doc["ops"]]
     for row, op in zip(rows, doc["ops"]):
-        assert row["status_device"] == op["status_device"]
+        assert row["status_device"] == (op["status_device"] or "")  # CSV writes null as an empty cell
         assert (float(row["base_self_device_us"]) if row["base_self_device_us"] else None) == op["self_device_us"]["base"]
     md = _cli("diff", base, test, "--format", "markdown")
     assert md.startswith("**Device time** 2.355ms → 403.300us (-82.9%)")
-    assert "| aten::mul | removed | removed | 3 | - | 1.165ms |" in md
+    assert "| aten::mul | op | removed | removed | 3 | - | 1.165ms |" in md
 
 
 def test_artifacts_csv_has_one_row_per_file() -> None:

@@ -125,8 +125,8 @@ def test_dom_has_timeline_charts_and_three_variants(rendered: dict) -> None:
     doc = json.loads(CliRunner().invoke(main, ["compare", str(RMSNORM), "--format", "json"]).stdout)
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", compare)
     for v in doc["variants"]:
-        row = cells[cells.index(v["name"]) : cells.index(v["name"]) + 6]
-        assert row[2:6] == [f"{v['self_cpu_us']:.3f}us", str(v["device_op_calls"]), f"{v['gap_us']:.3f}us", f"{v['speedup']:.2f}x"], row
+        row = cells[cells.index(v["name"]) : cells.index(v["name"]) + 8]
+        assert row[3:6] + row[7:] == [f"{v['self_cpu_us']:.3f}us", str(v["device_op_calls"]), f"{v['idle_us']:.3f}us", f"{v['speedup']:.2f}x"], row
     assert "Artifacts" in dom and "Operators" in dom
 
 

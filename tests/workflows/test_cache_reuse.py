@@ -191,4 +191,4 @@ def test_jobs_send_back_summaries_equal_to_one_process(tmp_path: Path) -> None:
         _trace(folder)
     one, two = analyze(tmp_path), analyze(tmp_path, jobs=2)
     assert renderer.analysis(two) == renderer.analysis(one) and text.analysis(two) == text.analysis(one)
-    assert [s.idle_gaps.equals(t.idle_gaps) and s.launch_delays.equals(t.launch_delays) for s, t in zip(two.summaries, one.summaries)] == [True] * 3
+    assert [s.idle_gaps.equals(t.idle_gaps) and s.launch_latencies.equals(t.launch_latencies) and s.queue_delays.equals(t.queue_delays) for s, t in zip(two.summaries, one.summaries)] == [True] * 3

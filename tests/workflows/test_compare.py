@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+from decimal import Decimal
 import shutil
 from pathlib import Path
 
@@ -27,16 +29,17 @@ def plain_seed_numbers(variant: str) -> tuple[float, float, int]:
     """Device time, self CPU of device ops, their calls — by plain dict walking over the fixture's JSON (no ntrace code)."""
     (trace,) = (RMSNORM / variant).rglob("trace.json")
     events = [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("ph") == "X"]
-    device = sum(e["dur"] for e in events if e["cat"] == "kernel")
+    activities = [e for e in events if e["cat"] in ("kernel", "gpu_memcpy")]
+    device = sum(e["dur"] for e in activities)
     host = [e for e in events if e["cat"] not in ("kernel", "gpu_memcpy", "Trace")]
-    ops = [e for e in host if e["cat"] in ("cpu_op", "user_annotation")]
+    ops = [e for e in host if e["cat"] == "cpu_op"]
     calls = {e["args"]["correlation"]: e for e in host if e["cat"] == "privateuse1_runtime" and "correlation" in e.get("args", {})}
 
     def inside(inner: dict, outer: dict) -> bool:
         return inner is not outer and inner["tid"] == outer["tid"] and outer["ts"] <= inner["ts"] and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"]
 
     launching = set()
-    for k in (e for e in events if e["cat"] == "kernel"):
+    for k in activities:
         call = calls[k["args"]["correlation"]]
         around = [o for o in ops if inside(call, o)]
         launching.add(id(min(around, key=lambda o: o["dur"])))
@@ -48,7 +51,9 @@ def plain_seed_numbers(variant: str) -> tuple[float, float, int]:
 
 @needs_fixtures
 def test_compare_reproduces_the_seed_table() -> None:
-    frame = compare([RMSNORM])
+    result = compare([RMSNORM])
+    frame = result.variants
+    assert (result.baseline, result.basis) == ("naive", "device")
     assert frame["name"].to_list() == ["naive", "fused", "compiled"]
     for row in frame.iter_rows(named=True):
         device, self_cpu, calls = SEED[row["name"]]
@@ -61,13 +66,15 @@ def test_compare_reproduces_the_seed_table() -> None:
     speed = dict(zip(frame["name"], frame["speedup"]))
     assert speed["naive"] == 1.0
     assert speed["fused"] == pytest.approx(2354.9 / 403.3) and speed["compiled"] == pytest.approx(2354.9 / 375.5)
-    gaps = dict(zip(frame["name"], frame["gap"]))
+    gaps = dict(zip(frame["name"], frame["idle"]))
     assert gaps["naive"] > 0 and gaps["fused"] == 0 and gaps["compiled"] == 0
+    compute = dict(zip(frame["name"], frame["compute"]))
+    assert compute == {"naive": 2_354_900 - 3_200, "fused": 403_300, "compiled": 375_500}  # the naive add's 3.2 µs copy is device time, not compute
 
 
 @needs_fixtures
 def test_explicit_variants_keep_their_order_and_baseline() -> None:
-    frame = compare([RMSNORM / "fused", RMSNORM / "naive"], baseline="naive")
+    frame = compare([RMSNORM / "fused", RMSNORM / "naive"], baseline="naive").variants
     assert frame["name"].to_list() == ["fused", "naive"]
     assert frame["speedup"].to_list() == pytest.approx([2354.9 / 403.3, 1.0])
     with pytest.raises(InputError, match="not one of the variants"):
@@ -85,9 +92,11 @@ def test_variant_names_come_from_the_manifest_else_the_directory(tmp_path: Path)
     assert variant_name(named) == "fused" and variant_name(named / "trace.json") == "fused"
     assert variant_name(plain) == "run-b"
     assert [p.name for p, _ in find_variants([tmp_path])] == ["run-a", "run-b"]
-    frame = compare([tmp_path])
+    result = compare([tmp_path])
+    frame = result.variants
     assert sorted(frame["name"]) == ["fused", "run-b"]
     assert frame["device"].to_list() == [0, 0] and frame["speedup"].to_list() == [None, None]
+    assert result.basis == "step" and any("median profiler step" in w for w in result.warnings)
 
 
 def test_an_empty_directory_is_an_input_error(tmp_path: Path) -> None:
@@ -99,10 +108,39 @@ def test_real_traces_compare(tmp_path: Path) -> None:
     base, test = REAL_TRACES / "trace_compare__base__base.json.gz", REAL_TRACES / "trace_compare__test__test.json.gz"
     if not base.is_file():
         pytest.skip(f"{REAL_TRACES} is absent")
-    frame = compare([base, test])
+    frame = compare([base, test]).variants
     assert frame["name"].to_list() == ["trace_compare__base__base", "trace_compare__test__test"]
-    assert frame["device"].to_list() == [432_000, 428_000]  # every kernel's dur, summed
-    assert frame["speedup"][1] == pytest.approx(432 / 428)
+    sums = [_plain_sums(p) for p in (base, test)]
+    assert frame["device"].to_list() == [d for d, _ in sums]  # every kernel, memcpy and memset
+    assert frame["compute"].to_list() == [k for _, k in sums] == [432_000, 428_000]  # kernels only
+    assert frame["speedup"][1] == sums[0][0] / sums[1][0]
+
+
+def _plain_sums(path: Path) -> tuple[int, int]:
+    """All device activity and kernels only (ns), summed over the JSON with the stdlib."""
+    events = json.loads(gzip.decompress(path.read_bytes()), parse_float=Decimal)["traceEvents"]
+    ns = [(e["cat"], int(e["dur"] * 1000)) for e in events if e.get("ph") == "X"]
+    return sum(d for c, d in ns if c in ("kernel", "gpu_memcpy", "gpu_memset")), sum(d for c, d in ns if c == "kernel")
+
+
+def test_comparisons_that_cannot_be_compared_warn(tmp_path: Path) -> None:
+    """Different device models, different backends, few op names in common: each is a warning of compare and diff, on stderr from the CLI."""
+    (tmp_path / "a").mkdir()
+    a = write_trace(tmp_path / "a" / "t.json", [x("aten::mm", "cpu_op", 0, 10), x("cudaLaunchKernel", "cuda_runtime", 1, 2, correlation=1),
+                                                 x("gemm", "kernel", 5, 3, pid=0, tid=7, correlation=1)], deviceProperties=[{"id": 0, "name": "NVIDIA A100"}])
+    (tmp_path / "b").mkdir()
+    b = write_trace(tmp_path / "b" / "t.json", [x("aten::conv", "cpu_op", 0, 10), x("hipLaunchKernel", "cuda_runtime", 1, 2, correlation=1),
+                                                 x("conv", "kernel", 5, 3, pid=0, tid=7, correlation=1)], deviceProperties=[{"id": 0, "name": "AMD Instinct MI250X"}])
+    warnings = compare([a.parent, b.parent]).warnings
+    assert any("different device models" in w and "NVIDIA A100" in w and "MI250X" in w for w in warnings)
+    assert any("different backends" in w and "ROCm" in w for w in warnings)
+    assert any("share only 0 of 2 op names" in w for w in warnings)
+    result = CliRunner().invoke(main, ["compare", str(a.parent), str(b.parent), "--format", "json"])
+    assert result.exit_code == 0
+    assert orjson.loads(result.stdout)["warnings"] == list(warnings)
+    assert all(f"warning: {w}" in result.stderr for w in warnings)
+    same = compare([a.parent, a.parent]).warnings
+    assert same == ()
 
 
 @needs_fixtures
@@ -111,10 +149,11 @@ def test_cli_compare_table_and_json(tmp_path: Path) -> None:
     result = runner.invoke(main, ["compare", str(RMSNORM), "--format", "json"])
     assert result.exit_code == 0, result.output
     doc = orjson.loads(result.stdout)
-    assert doc["schema"] == "ntrace.compare/1"
+    assert doc["schema"] == "ntrace.compare/2"
     got = {v["name"]: (v["device_us"], v["self_cpu_us"], v["device_op_calls"]) for v in doc["variants"]}
-    assert got == {k: pytest.approx(v) for k, v in SEED.items()}
-    assert set(doc["variants"][0]) >= {"name", "device_us", "self_cpu_us", "device_op_calls", "gap_us", "speedup"}
+    assert got == SEED  # exact µs from integer ns
+    assert set(doc["variants"][0]) == {"name", "path", "traces", "device", "device_us", "compute_us", "self_cpu_us", "device_op_calls", "idle_us", "step_us", "speedup"}
+    assert (doc["baseline"], doc["basis"]) == ("naive", "device")
     text = runner.invoke(main, ["compare", str(RMSNORM)])
     assert text.exit_code == 0
     assert "2.355ms" in text.output and "403.300us" in text.output and "375.500us" in text.output and "6.27x" in text.output

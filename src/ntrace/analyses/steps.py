@@ -18,6 +18,9 @@ from ntrace.trace import STEP_NAME
 WINDOW_SCHEMA = pl.Schema({"step": pl.Int64(), "name": pl.String(), "start": pl.Int64(), "end": pl.Int64(), "dur": pl.Int64()})
 _EARLIEST = -(2**63)
 
+#: The lanes host events fall in: hardware executions run on devices, so a step's host columns leave that lane out.
+HOST_LANES: tuple[str, ...] = tuple(lane for lane in LANES if lane != "hardware")
+
 DEVICE_SCHEMA = pl.Schema({"step": pl.Int64(), "device": pl.String(), "events": pl.Int64(), "busy": pl.Int64(), "idle": pl.Int64(), "span": pl.Int64()})
 
 
@@ -45,11 +48,11 @@ def overlapping(windows: pl.DataFrame) -> int:
 
 
 def host_busy(windows: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:
-    """Per window: the busy ns of each lane over the host events (lane, ts, end; the step annotations left out), each in the last window starting at or before it, clipped to that window's end."""
+    """Per window: the busy ns of each host lane (HOST_LANES) over the host events (lane, ts, end; the step annotations left out), each in the last window starting at or before it, clipped to that window's end."""
     lanes = len(LANES)
     out = windows.with_row_index("_w").with_columns(pl.col("_w").cast(pl.Int64))
     if windows.is_empty() or host.is_empty():
-        return out.drop("_w").with_columns(pl.lit(0, pl.Int64).alias(f"{lane}_busy") for lane in LANES)
+        return out.drop("_w").with_columns(pl.lit(0, pl.Int64).alias(f"{lane}_busy") for lane in HOST_LANES)
     at = windows["start"].search_sorted(host["ts"], side="right").cast(pl.Int64) - 1
     clipped = (
         host.lazy()
@@ -62,8 +65,8 @@ def host_busy(windows: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:
     )
     keyed = reaching(clipped.select(_g=pl.col("_w") * lanes + pl.col("lane").to_physical().cast(pl.Int64), ts="ts", end="end"), "_g")
     busy = group_busy(keyed, "_g").select(_w=pl.col("_g") // lanes, lane=pl.col("_g") % lanes, busy="busy")
-    wide = busy.group_by("_w").agg(pl.col("busy").filter(pl.col("lane") == code).sum().alias(f"{lane}_busy") for code, lane in enumerate(LANES))
-    return out.join(wide, on="_w", how="left").drop("_w").with_columns(pl.col(f"{lane}_busy").fill_null(0) for lane in LANES)
+    wide = busy.group_by("_w").agg(pl.col("busy").filter(pl.col("lane") == LANES.index(lane)).sum().alias(f"{lane}_busy") for lane in HOST_LANES)
+    return out.join(wide, on="_w", how="left").drop("_w").with_columns(pl.col(f"{lane}_busy").fill_null(0) for lane in HOST_LANES)
 
 
 def launch_step(windows: pl.DataFrame, instants: pl.Series) -> pl.Series:

@@ -10,6 +10,7 @@ from ntrace.analyses.ops import OpView
 from ntrace.neuron.artifacts import Session
 from ntrace.render.tables import artifact_files_frame, compare_frame, diff_ops_frame, summary_frame
 from ntrace.workflows.analyze import Analysis
+from ntrace.workflows.compare import Comparison
 from ntrace.workflows.diff import Diff
 
 
@@ -26,9 +27,9 @@ def analysis(result: Analysis, view: OpView = OpView()) -> str:
     return frame_csv(summary_frame(result))
 
 
-def compare(frame: pl.DataFrame) -> str:
+def compare(comparison: Comparison) -> str:
     """A variant comparison (ntrace.compare) as CSV: one row per variant."""
-    return frame_csv(compare_frame(frame))
+    return frame_csv(compare_frame(comparison))
 
 
 def diff(d: Diff) -> str:

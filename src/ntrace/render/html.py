@@ -23,11 +23,11 @@ import polars as pl
 from ntrace.io.atomic import write_text
 from ntrace.io.manifest import variant_name
 from ntrace.lanes import LANES
-from ntrace.render.tables import cell, compare_frame, gaps_frame, hardware_tracks_frame, header, lanes_frame, ops_frame, variant_names
+from ntrace.render.tables import cell, compare_frame, compare_notes, gaps_frame, hardware_tracks_frame, header, lanes_frame, ops_frame, variant_names
 from ntrace.summary import Summary, Timeline
 from ntrace.units import fmt_time
 from ntrace.workflows.analyze import Analysis, analyze
-from ntrace.workflows.compare import COMPARE_SCHEMA, variant_row
+from ntrace.workflows.compare import Comparison, compare_groups
 
 #: The report's inline stylesheet and script (package data: no fonts, styles or scripts from the network).
 CSS = files("ntrace.render").joinpath("assets/report.css").read_text()
@@ -238,8 +238,8 @@ def _artifacts(analysis: Analysis) -> str:
     return f'<h2 id="artifacts">Artifacts</h2><p class="note">NEFF/NTFF/.pb files beside the traces; see <code>ntrace artifacts</code> for every file.</p>{html_table(frame, "artifacts")}'
 
 
-def variant_table(analysis: Analysis, names: list[str]) -> pl.DataFrame:
-    """The seed's comparison (ntrace.compare's columns) from the traces' summaries: one row per variant, slowest first.
+def variant_table(analysis: Analysis, names: list[str]) -> Comparison:
+    """The seed's comparison (ntrace.compare's) from the traces' summaries: one row per variant, slowest first.
 
     Variants are the entries directly under the analyzed directory when there are several (named
     from capture.json where there is one), else the traces themselves (also when the summaries were
@@ -251,26 +251,24 @@ def variant_table(analysis: Analysis, names: list[str]) -> pl.DataFrame:
         for p in analysis.summaries:
             groups.setdefault(root / p.path.relative_to(root).parts[0], []).append(p)
     if len(groups) > 1:
-        rows = [variant_row(variant_name(path), path, profiles) for path, profiles in groups.items()]
+        variants = [(variant_name(path), path, profiles) for path, profiles in groups.items()]
     else:
-        rows = [variant_row(name, p.path, [p]) for name, p in zip(names, analysis.summaries)]
-    rows.sort(key=lambda r: (-int(r["device"]), str(r["name"])))  # type: ignore[call-overload]
-    frame = pl.DataFrame(rows, schema={k: v for k, v in COMPARE_SCHEMA.items() if k != "speedup"})
-    base = frame["device"][0]
-    return frame.with_columns(speedup=pl.when(pl.col("device") > 0).then(pl.lit(float(base)) / pl.col("device")))
+        variants = [(name, p.path, [p]) for name, p in zip(names, analysis.summaries)]
+    return compare_groups(variants, slowest_first=True)
 
 
 def _comparison(analysis: Analysis, names: list[str]) -> str:
     """The variants side by side: the seed's table (device time, self CPU, op calls, idle, speed-up) and a bar chart of the same."""
-    frame = variant_table(analysis, names)
+    comparison = variant_table(analysis, names)
+    frame = comparison.variants
     labels, values, classes = [], [], []
     for r in frame.iter_rows(named=True):
         labels += [f"{r['name']} · device time", f"{r['name']} · hardware idle", f"{r['name']} · self CPU"]
-        values += [r["device"], r["gap"], r["self_cpu"]]
+        values += [r["device"], r["idle"], r["self_cpu"]]
         classes += ["hw", "idle", "fwb"]
     chart = bar_chart(labels, values, classes, "Per variant: device time, dispatch gaps, self CPU of device ops")
-    table = html_table(compare_frame(frame).drop("path"), "compare")
-    note = '<p class="note">speed-up: device time of the slowest variant over each one\'s; self CPU and op calls: op rows that carry device time</p>'
+    table = html_table(compare_frame(comparison).drop("path"), "compare")
+    note = "".join(f'<p class="note">{_esc(line)}</p>' for line in compare_notes(comparison))
     return f'<h2 id="compare">Comparison of {frame.height} variants</h2><div class="side"><div>{table}{note}</div><div>{chart}</div></div>'
 
 

@@ -10,13 +10,14 @@ import polars as pl
 from ntrace.analyses.ops import OpView, op_table
 from ntrace.neuron.artifacts import Session
 from ntrace.summary import Summary
-from ntrace.units import us, us_text
+from ntrace.units import us_text
 from ntrace.workflows.analyze import Analysis
+from ntrace.workflows.compare import Comparison
 from ntrace.workflows.diff import Diff
 
 SCHEMA = "ntrace.analysis/2"
-COMPARE_SCHEMA = "ntrace.compare/1"
-DIFF_SCHEMA = "ntrace.diff/1"
+COMPARE_SCHEMA = "ntrace.compare/2"
+DIFF_SCHEMA = "ntrace.diff/2"
 ARTIFACTS_SCHEMA = "ntrace.artifacts/1"
 
 
@@ -143,72 +144,79 @@ def findings_dicts(summary: Summary) -> list[dict[str, Any]]:
     ]
 
 
-def compare(frame: pl.DataFrame) -> str:
-    """`{"schema": "ntrace.compare/1", "variants": [{name, device_us, self_cpu_us, device_op_calls, gap_us, speedup, …}]}`."""
+def compare(comparison: Comparison) -> str:
+    """The comparison as one JSON object (schema `ntrace.compare/2`): baseline, basis, one object per variant (exact µs), warnings."""
     doc = {
         "schema": COMPARE_SCHEMA,
+        "baseline": comparison.baseline,
+        "basis": comparison.basis,
         "variants": [
             {
                 "name": r["name"],
-                "device_us": us(r["device"]),
-                "self_cpu_us": us(r["self_cpu"]),
-                "device_op_calls": r["device_op_calls"],
-                "gap_us": us(r["gap"]),
-                "speedup": r["speedup"],
-                "device": r["device_name"],
                 "path": r["path"],
                 "traces": r["traces"],
+                "device": r["device_name"],
+                "device_us": exact_us(r["device"]),
+                "compute_us": exact_us(r["compute"]),
+                "self_cpu_us": exact_us(r["self_cpu"]),
+                "device_op_calls": r["device_op_calls"],
+                "idle_us": exact_us(r["idle"]),
+                "step_us": exact_us(r["step"]),
+                "speedup": r["speedup"],
             }
-            for r in frame.iter_rows(named=True)
+            for r in comparison.variants.iter_rows(named=True)
         ],
+        "warnings": list(comparison.warnings),
     }
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
 
 
-def _us(ns: int | None) -> float | None:
-    """µs for JSON, keeping "absent on this side" as null."""
-    return None if ns is None else us(ns)
+def _sides(base: int | None, test: int | None) -> dict[str, Any]:
+    """A base/test pair of ns as exact µs; null where a side has no such row."""
+    return {"base": exact_us(base), "test": exact_us(test)}
 
 
 def diff_dict(d: Diff) -> dict[str, Any]:
-    """The diff as a JSON-ready dict (µs floats)."""
+    """The diff as a JSON-ready dict (exact µs; change percents 0–100)."""
     return {
         "schema": DIFF_SCHEMA,
         "base": str(d.base),
         "test": str(d.test),
         "threshold_pct": d.threshold,
-        "device_us": {"base": us(d.base_device), "test": us(d.test_device)},
+        "device_us": _sides(d.base_device, d.test_device),
         "device_change_pct": d.device_change_pct,
         "ops": [
             {
                 "name": r["name"],
+                "user_annotation": r["user_annotation"],
                 "status_device": r["status_device"],
                 "status_cpu": r["status_cpu"],
                 "calls": {"base": r["base_calls"], "test": r["test_calls"]},
-                "self_device_us": {"base": _us(r["base_self_device"]), "test": _us(r["test_self_device"])},
+                "self_device_us": _sides(r["base_self_device"], r["test_self_device"]),
                 "self_device_change_pct": r["self_device_change_pct"],
-                "self_cpu_us": {"base": _us(r["base_self_cpu"]), "test": _us(r["test_self_cpu"])},
+                "self_cpu_us": _sides(r["base_self_cpu"], r["test_self_cpu"]),
                 "self_cpu_change_pct": r["self_cpu_change_pct"],
             }
             for r in d.ops.iter_rows(named=True)
         ],
         "lanes": [
-            {"lane": r["lane"], "total_us": {"base": us(r["base_total"]), "test": us(r["test_total"])}, "busy_us": {"base": us(r["base_busy"]), "test": us(r["test_busy"])}}
+            {"lane": r["lane"], "total_us": _sides(r["base_total"], r["test_total"]), "busy_us": _sides(r["base_busy"], r["test_busy"])}
             for r in d.lanes.iter_rows(named=True)
         ],
         "gaps": {
             kind: {
-                (r["stat"] if r["stat"] == "count" else f"{r['stat']}_us"): {s: (r[s] if r["stat"] == "count" else us(r[s])) for s in ("base", "test")}
+                (r["stat"] if r["stat"] == "count" else f"{r['stat']}_us"): ({"base": r["base"], "test": r["test"]} if r["stat"] == "count" else _sides(r["base"], r["test"]))
                 for r in d.gaps.iter_rows(named=True)
                 if r["kind"] == kind
             }
             for kind in d.gaps["kind"].unique(maintain_order=True).to_list()
         },
+        "warnings": list(d.warnings),
     }
 
 
 def diff(d: Diff) -> str:
-    """The diff as one JSON object (schema `ntrace.diff/1`)."""
+    """The diff as one JSON object (schema `ntrace.diff/2`)."""
     return orjson.dumps(diff_dict(d), option=orjson.OPT_INDENT_2).decode()
 
 

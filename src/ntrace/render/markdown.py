@@ -9,12 +9,13 @@ import polars as pl
 from ntrace.analyses.ops import OpView
 from ntrace.neuron.artifacts import Session
 from ntrace.render.tables import (
-    artifact_files_frame, cell, compare_frame, diff_gaps_frame, diff_lanes_frame, diff_ops_frame, gaps_frame, hardware_tracks_frame, header,
-    lanes_frame, ops_frame, steps_frame, summary_frame, variant_names,
+    artifact_files_frame, cell, compare_frame, compare_notes, diff_gaps_frame, diff_lanes_frame, diff_ops_frame, gaps_frame, hardware_tracks_frame,
+    header, kernels_frame, lanes_frame, ops_frame, step_devices_frame, steps_frame, summary_frame, variant_names,
 )
 from ntrace.summary import Summary
 from ntrace.units import fmt_time
 from ntrace.workflows.analyze import Analysis
+from ntrace.workflows.compare import Comparison
 from ntrace.workflows.diff import Diff
 
 _ESCAPES = str.maketrans({"|": "\\|", "\n": " ", "\r": " "})
@@ -38,16 +39,26 @@ def summary_markdown(profile: Summary, name: str, view: OpView = OpView()) -> st
         out += ["**Hardware tracks**", "", frame_table(hw), ""]
     out += ["**Dispatch gaps**", "", frame_table(gaps_frame(profile)), ""]
     if profile.steps.height:
-        out += ["**Profiler steps** (busy per lane inside each step)", "", frame_table(steps_frame(profile)), ""]
+        out += ["**Profiler steps** (host busy per lane inside each step's CPU window)", "", frame_table(steps_frame(profile)), ""]
+        if profile.step_devices.height:
+            out += ["**Device work per step** (what each step launched; busy + idle = span)", "", frame_table(step_devices_frame(profile)), ""]
+        count, ns = profile.outside_steps
+        if count:
+            out += [f"Device work launched outside every step: {count:,} activities, {fmt_time(ns)}.", ""]
     ops = ops_frame(profile, view)
     if ops.height:
         out += ["**Operators** (torch key_averages() columns, computed from the trace)", "", frame_table(ops), ""]
+        out += [f"Self CPU time total: {fmt_time(profile.self_cpu_ns)}; device time total: {fmt_time(profile.device_ns)}.", ""]
+    kernels = kernels_frame(profile)
+    if kernels.height:
+        shown = kernels.head(view.top) if view.top else kernels
+        out += ["**Device activities by name**", "", frame_table(shown), ""]
     return "\n".join(out)
 
 
 def _summary_columns(frame: pl.DataFrame) -> pl.DataFrame:
     """The comparison columns a reviewer reads first: window, busy per lane, hardware idle, launch delay."""
-    keep = ["trace", "window_us", *(c for c in frame.columns if c.endswith("_busy_us")), "hardware_idle_count", "hardware_idle_total_us", "launch_delay_p50_us"]
+    keep = ["trace", "window_us", *(c for c in frame.columns if c.endswith("_busy_us")), "hardware_idle_count", "hardware_idle_total_us", "launch_latency_p50_us", "queue_delay_p50_us"]
     return frame.select(c for c in keep if c in frame.columns)
 
 
@@ -57,26 +68,23 @@ def analysis(result: Analysis, view: OpView = OpView()) -> str:
     if len(result.summaries) > 1:
         parts += ["**Summary** (one row per trace)", "", frame_table(_summary_columns(summary_frame(result))), ""]
     parts += [summary_markdown(p, n, view) for p, n in zip(result.summaries, variant_names(result.summaries, result.root))]
-    warnings = result.all_warnings
-    if warnings:
-        parts += ["**Warnings**", "", *(f"- {w}".translate(_ESCAPES) for w in warnings), ""]
+    parts += _warnings(result.all_warnings)
     return "\n".join(parts)
 
 
-def compare(frame: pl.DataFrame) -> str:
-    """A variant comparison as a Markdown table, with what each column means."""
-    return "\n".join(
-        [
-            "**Variants** (speed-up: the baseline's device time over each variant's; self CPU and op calls: op rows that carry device time)",
-            "",
-            frame_table(compare_frame(frame).drop("path")),
-            "",
-        ]
-    )
+def _warnings(warnings: Sequence[str]) -> list[str]:
+    """The closing Warnings list, when there are any."""
+    return ["**Warnings**", "", *(f"- {w}".translate(_ESCAPES) for w in warnings), ""] if warnings else []
+
+
+def compare(comparison: Comparison) -> str:
+    """A variant comparison as a Markdown table, with what each column means and its warnings."""
+    notes = [f"- {line}" for line in compare_notes(comparison)]
+    return "\n".join(["**Variants**", "", frame_table(compare_frame(comparison).drop("path")), "", *notes, "", *_warnings(comparison.warnings)])
 
 
 def diff(d: Diff) -> str:
-    """A diff as Markdown: the device-time headline, then ops, lanes and gaps before and after."""
+    """A diff as Markdown: the device-time headline, then ops, lanes and gaps before and after, then warnings."""
     change = "-" if d.device_change_pct is None else f"{d.device_change_pct:+.1f}%"
     return "\n".join(
         [
@@ -94,6 +102,7 @@ def diff(d: Diff) -> str:
             "",
             frame_table(diff_gaps_frame(d)),
             "",
+            *_warnings(d.warnings),
         ]
     )
 

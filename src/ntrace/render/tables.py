@@ -1,4 +1,4 @@
-"""Analysis results as flat display frames (µs floats in `*_us` columns, shares as 0..1), shared by the CSV, Markdown and HTML renderers."""
+"""Analysis results as flat display frames (µs floats in `*_us` columns, shares 0–1, `*_pct` percents 0–100), shared by the CSV, Markdown and HTML renderers."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from ntrace.neuron.artifacts import Session
 from ntrace.summary import Summary
 from ntrace.units import fmt_pct, fmt_time
 from ntrace.workflows.analyze import Analysis
+from ntrace.workflows.compare import Comparison
 from ntrace.workflows.diff import Diff
 
 _NS_TO_US = 1000.0
@@ -45,10 +46,12 @@ def cell(column: str, value: object) -> str:
         return "-"
     if column.endswith("_us") and isinstance(value, (int, float)):
         return fmt_time(value * 1000)
-    if (column == "share" or column.endswith(("_share", "_pct"))) and isinstance(value, float):
-        return fmt_pct(value)
-    if column.endswith("_change") and isinstance(value, float):
+    if column.endswith("_change_pct") and isinstance(value, float):
         return f"{value:+.1f}%"
+    if column.endswith("_pct") and isinstance(value, float):
+        return f"{value:.2f}%"
+    if (column == "share" or column.endswith("_share")) and isinstance(value, float):
+        return fmt_pct(value)
     if column == "speedup" and isinstance(value, float):
         return f"{value:.2f}x"
     if isinstance(value, bool):
@@ -63,14 +66,19 @@ def cell(column: str, value: object) -> str:
 def header(column: str) -> str:
     """A column name for people: units suffix dropped, underscores as spaces."""
     name = column.removesuffix("_us").removesuffix("_pct")
-    return "% window" if name == "share" else name.replace("_", " ") + (" %" if column.endswith("_pct") else "")
+    return "share" if name == "share" else name.replace("_", " ") + (" %" if column.endswith("_pct") else "")
 
 
 def ops_frame(summary: Summary, view: OpView = OpView()) -> pl.DataFrame:
     """The per-op table (torch key_averages() columns) in a view, with times as `*_us`."""
-    ops = op_table(summary.op_groups, summary.hardware_ns, view)
+    ops = op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns, view)
     times = [c for c, t in ops.schema.items() if t.is_integer() and c not in ("calls", "events") and not c.endswith("_pct")]
-    return ops.select(to_us(c)[0] if c in times else pl.col(c) for c in ops.columns)
+    return ops.select(to_us(c)[0] if c in times else _kind() if c == "user_annotation" else pl.col(c) for c in ops.columns)
+
+
+def _kind() -> pl.Expr:
+    """The user_annotation flag of an op row as a word: "op", or "annotation" for record_function and ProfilerStep ranges (torch keeps them apart)."""
+    return pl.when(pl.col("user_annotation")).then(pl.lit("annotation")).otherwise(pl.lit("op")).alias("kind")
 
 
 def lanes_frame(profile: Summary) -> pl.DataFrame:
@@ -79,8 +87,8 @@ def lanes_frame(profile: Summary) -> pl.DataFrame:
 
 
 def tracks_frame(profile: Summary) -> pl.DataFrame:
-    """Per (lane, track): events, total_us, busy_us, idle_us, gaps."""
-    return profile.tracks.select("lane", "track", "events", *to_us("total", "busy", "idle"), "gaps")
+    """Per (lane, track): events, total_us, busy_us, idle_us, span_us, gaps and the idle share of the track's span."""
+    return profile.tracks.select("lane", "track", "events", *to_us("total", "busy", "idle", "span"), "gaps", "idle_share")
 
 
 def hardware_tracks_frame(profile: Summary) -> pl.DataFrame:
@@ -89,13 +97,24 @@ def hardware_tracks_frame(profile: Summary) -> pl.DataFrame:
 
 
 def gaps_frame(profile: Summary) -> pl.DataFrame:
-    """Per gap kind: count, total, p50, p90, max (µs) and share of the window."""
-    return profile.gaps.select("kind", "count", *to_us("total", "p50", "p90", "max"), "share")
+    """Per kind (hardware idle, launch latency, queue delay): count, total, p50, p90, max (µs); hardware idle also its share of the hardware tracks' spans."""
+    return profile.gaps.select("kind", "count", *to_us("total", "p50", "p90", "max"), idle_share="share")
 
 
 def steps_frame(profile: Summary) -> pl.DataFrame:
-    """Per profiler step: duration, busy per lane and hardware idle (µs)."""
-    return profile.steps.select("name", *to_us("dur", *(f"{lane}_busy" for lane in LANES), "hardware_idle"), "hardware_events")
+    """Per profiler step (its CPU window): duration and the busy time of each lane's host events inside it (µs)."""
+    return profile.steps.select("name", *to_us("dur", *(f"{lane}_busy" for lane in LANES if f"{lane}_busy" in profile.steps.columns)))
+
+
+def step_devices_frame(profile: Summary) -> pl.DataFrame:
+    """Per (step, device): the device work the step launched, its events, busy, idle and span (µs; busy + idle = span)."""
+    names = profile.steps.select("step", "name")
+    return profile.step_devices.join(names, on="step", how="left").select("name", "device", "events", *to_us("busy", "idle", "span"))
+
+
+def kernels_frame(profile: Summary) -> pl.DataFrame:
+    """Per device activity name: calls, total, mean, min, max (µs), share of all device time and the streams it ran on."""
+    return profile.kernels.select("name", "calls", *to_us("total", "mean", "min", "max"), "share", streams=pl.col("streams").list.join(", "))
 
 
 def summary_row(profile: Summary, name: str) -> dict[str, object]:
@@ -108,8 +127,11 @@ def summary_row(profile: Summary, name: str) -> dict[str, object]:
         row[f"{g['kind']}_count"] = g["count"]
         for stat in ("total", "p50", "max"):
             row[f"{g['kind']}_{stat}_us"] = round(g[stat] / _NS_TO_US, 3)
-        row[f"{g['kind']}_share"] = g["share"]
+        if g["share"] is not None:
+            row[f"{g['kind']}_share"] = g["share"]
     row["steps"] = profile.steps.height
+    row["self_cpu_total_us"] = round(profile.self_cpu_ns / _NS_TO_US, 3)
+    row["device_total_us"] = round(profile.device_ns / _NS_TO_US, 3)
     return row
 
 
@@ -119,20 +141,29 @@ def summary_frame(analysis: Analysis) -> pl.DataFrame:
     return pl.DataFrame([summary_row(p, name) for p, name in zip(analysis.summaries, names)])
 
 
-def compare_frame(frame: pl.DataFrame) -> pl.DataFrame:
-    """A variant comparison (ntrace.compare) for display: device time, self CPU, op calls, hardware idle, speed-up."""
-    return frame.select(
-        variant="name", device_time_us=pl.col("device") / _NS_TO_US, self_cpu_us=pl.col("self_cpu") / _NS_TO_US, op_calls="device_op_calls",
-        idle_us=pl.col("gap") / _NS_TO_US, speedup="speedup", backend="device_name", traces="traces", path="path",
+def compare_frame(comparison: Comparison) -> pl.DataFrame:
+    """A variant comparison (ntrace.compare) for display: device time, compute, self CPU and calls of the ops that reached the device, hardware idle, median step, speed-up."""
+    device, compute, self_cpu, idle, step = to_us("device", "compute", "self_cpu", "idle", "step")
+    return comparison.variants.select(
+        variant="name", device_time_us=device, compute_us=compute, self_cpu_us=self_cpu, op_calls="device_op_calls", idle_us=idle, step_us=step,
+        speedup="speedup", backend="device_name", traces="traces", path="path",
     )
+
+
+def compare_notes(comparison: Comparison) -> list[str]:
+    """What the comparison's columns mean, the speed-up's basis first."""
+    basis = "device time" if comparison.basis == "device" else "median profiler step (no trace holds device activity)"
+    return [
+        f"speed-up: the {basis} of {comparison.baseline} over each variant's",
+        "device time: all device activity (kernels, copies, memsets); compute: hardware executions only; idle: hardware idle between executions",
+        "self CPU and op calls: the ops (not annotations or ProfilerStep*) that carry self device time",
+    ]
 
 
 def diff_ops_frame(d: Diff) -> pl.DataFrame:
     """A diff's per-op rows for display: statuses, calls, self device and self CPU before/after (µs) and their change (%)."""
     times = ["base_self_device", "test_self_device", "base_self_cpu", "test_self_cpu"]
-    return d.ops.select(
-        (to_us(c)[0] if c in times else pl.col(c).alias(c.removesuffix("_pct")) if c.endswith("_change_pct") else pl.col(c)) for c in d.ops.columns
-    )
+    return d.ops.select(to_us(c)[0] if c in times else _kind() if c == "user_annotation" else pl.col(c) for c in d.ops.columns)
 
 
 def diff_lanes_frame(d: Diff) -> pl.DataFrame:

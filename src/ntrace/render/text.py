@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import polars as pl
 
@@ -12,7 +12,9 @@ from ntrace.lanes import LANES
 from ntrace.neuron.artifacts import Session
 from ntrace.summary import Summary
 from ntrace.units import fmt_pct, fmt_time
+from ntrace.render.tables import compare_notes
 from ntrace.workflows.analyze import Analysis
+from ntrace.workflows.compare import Comparison
 from ntrace.workflows.diff import Diff
 
 
@@ -35,34 +37,45 @@ def _name(name: str) -> str:
     return name if len(name) <= NAME_WIDTH else name[: NAME_WIDTH - 3] + "..."
 
 
+def _pct(value: float) -> str:
+    """A percent (0–100) as torch prints it: two decimals."""
+    return f"{value:.2f}%"
+
+
 def ops_text(summary: Summary, ops: pl.DataFrame) -> str:
     """The op table (a view of the summary's) with torch's columns, percentages and footer; device columns named for the device (none on CPU-only traces)."""
     dev = summary.device
-    self_cpu_total, self_dev_total = summary.self_cpu_ns, summary.hardware_ns
     shapes = "input_dims" in ops.columns
     headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
     if dev != "none":
         headers += [f"Self {dev}", f"Self {dev} %", f"{dev} total", f"{dev} time avg"]
     headers += ["# of Calls", *(["Input Shapes"] if shapes else [])]
-
-    def share(ns: int, total: int) -> str:
-        return fmt_pct(ns / total if total else 0.0)
-
     rows = []
     for r in ops.iter_rows(named=True):
-        row = [_name(r["name"]), share(r["self_cpu"], self_cpu_total), fmt_time(r["self_cpu"]), share(r["cpu_total"], self_cpu_total), fmt_time(r["cpu_total"]), fmt_time(r["cpu_avg"])]
+        row = [_name(r["name"]), _pct(r["self_cpu_pct"]), fmt_time(r["self_cpu"]), _pct(r["cpu_total_pct"]), fmt_time(r["cpu_total"]), fmt_time(r["cpu_avg"])]
         if dev != "none":
-            row += [fmt_time(r["self_device"]), share(r["self_device"], self_dev_total), fmt_time(r["device_total"]), fmt_time(r["device_avg"])]
+            row += [fmt_time(r["self_device"]), _pct(r["self_device_pct"]), fmt_time(r["device_total"]), fmt_time(r["device_avg"])]
         row += [str(r["calls"]), *([r["input_dims"] or "[]"] if shapes else [])]
         rows.append(row)
-    footer = [f"Self CPU time total: {fmt_time(self_cpu_total)}"]
+    footer = [f"Self CPU time total: {fmt_time(summary.self_cpu_ns)}"]
     if dev != "none":
-        footer.append(f"Self {dev} time total: {fmt_time(self_dev_total)}")
+        footer.append(f"Self {dev} time total: {fmt_time(summary.device_ns)}")
     return "\n".join([table(headers, rows, left=0), *footer])
 
 
+def kernels_text(summary: Summary, top: int | None = None) -> str:
+    """The device activities by name (torch's device rows): calls, total, mean, min, max, share of device time, streams; the first `top` when given."""
+    rows = summary.kernels.head(top) if top else summary.kernels
+    body = [
+        [_name(r["name"]), str(r["calls"]), fmt_time(r["total"]), fmt_time(r["mean"]), fmt_time(r["min"]), fmt_time(r["max"]), fmt_pct(r["share"]), ", ".join(r["streams"])]
+        for r in rows.iter_rows(named=True)
+    ]
+    more = [f"(first {rows.height} of {summary.kernels.height} names)"] if rows.height < summary.kernels.height else []
+    return "\n".join([table(["Name", "calls", "total", "mean", "min", "max", "% device", "streams"], body), *more])
+
+
 def findings_text(summary: Summary) -> str:
-    """Each finding as one line, then the events it rests on (idx, name, start relative to the window, duration)."""
+    """Each finding as one line, then the events it rests on (name, launching op, start relative to the window, duration)."""
     found = summary.findings
     if found.is_empty():
         return "Findings\n  none"
@@ -70,14 +83,50 @@ def findings_text(summary: Summary) -> str:
     out = ["Findings"]
     for r in found.iter_rows(named=True):
         out.append(f"  - {r['summary']}")
-        events = ", ".join(f"#{e['idx']} {_name(e['name'] or '')} at +{fmt_time(e['ts'] - start)} for {fmt_time(e['dur'])}" for e in r["events"])
-        out.append(f"      events: {events}")
+        out.append("      events: " + ", ".join(_event(e, start) for e in r["events"]))
     return "\n".join(out)
 
 
+def _event(event: dict[str, Any], start: int) -> str:
+    """One event a finding rests on: its name, the op that launched it, its start relative to the window and its duration."""
+    launched = f" (from {event['op']})" if event["op"] else ""
+    return f"{_name(event['name'] or '')}{launched} at +{fmt_time(event['ts'] - start)} for {fmt_time(event['dur'])}"
+
+
+def _gaps_text(summary: Summary) -> str:
+    """Hardware idle, launch latency and queue delay statistics; only idle has a share (of the hardware tracks' spans)."""
+    rows = [
+        [r["kind"], str(r["count"]), fmt_time(r["total"]), fmt_time(r["p50"]), fmt_time(r["p90"]), fmt_time(r["max"]), fmt_pct(r["share"])]
+        for r in summary.gaps.iter_rows(named=True)
+    ]
+    return table(["gap", "count", "total", "p50", "p90", "max", "% of span"], rows)
+
+
+def _steps_text(summary: Summary) -> list[str]:
+    """The step tables: host busy per lane inside each step's CPU window, then per device the work each step launched, then the work no step launched."""
+    steps = summary.steps
+    lanes = [lane for lane in LANES if f"{lane}_busy" in steps.columns]
+    out = ["", "Profiler steps: host busy per lane inside each step's CPU window"]
+    out.append(table(["step", "dur", *lanes], [[r["name"], fmt_time(r["dur"]), *(fmt_time(r[f"{lane}_busy"]) for lane in lanes)] for r in steps.iter_rows(named=True)]))
+    devices = summary.step_devices
+    if devices.height:
+        names = dict(zip(steps["step"].to_list(), steps["name"].to_list()))
+        out += ["", "Profiler steps: device work each step launched (busy + idle = span, per device)"]
+        out.append(
+            table(
+                ["step", "device", "events", "busy", "idle", "span"],
+                [[names.get(r["step"], str(r["step"])), r["device"], str(r["events"]), fmt_time(r["busy"]), fmt_time(r["idle"]), fmt_time(r["span"])] for r in devices.iter_rows(named=True)],
+                left=2,
+            )
+        )
+    count, ns = summary.outside_steps
+    if count:
+        out.append(f"device work launched outside every step: {count} activities, {fmt_time(ns)}")
+    return out
+
 
 def summary_text(summary: Summary, session: Session | None, view: OpView = OpView()) -> str:
-    """One trace's section: header, lanes, hardware tracks, dispatch gaps, steps, the op table in `view`, findings, its session's artifacts."""
+    """One trace's section: header, lanes, hardware tracks, dispatch gaps, steps, the op table in `view`, kernels, findings, its session's artifacts."""
     title = f"== {summary.variant}: {summary.path}" if summary.variant else f"== {summary.path}"
     out = [title, f"{summary.events} complete events over a {fmt_time(summary.window_ns)} window", ""]
     out.append("Lanes")
@@ -89,49 +138,41 @@ def summary_text(summary: Summary, session: Session | None, view: OpView = OpVie
     )
     hw = summary.hardware_tracks
     if hw.height:
-        out += ["", "Hardware tracks"]
+        out += ["", "Hardware tracks (compute executions only)"]
         out.append(
             table(
-                ["track", "events", "busy", "idle", "span", "gaps"],
-                [[r["track"], str(r["events"]), fmt_time(r["busy"]), fmt_time(r["idle"]), fmt_time(r["span"]), str(r["gaps"])] for r in hw.iter_rows(named=True)],
-            )
-        )
-    out += ["", "Dispatch gaps"]
-    out.append(
-        table(
-            ["gap", "count", "total", "p50", "p90", "max", "% window"],
-            [
-                [r["kind"], str(r["count"]), fmt_time(r["total"]), fmt_time(r["p50"]), fmt_time(r["p90"]), fmt_time(r["max"]), fmt_pct(r["share"])]
-                for r in summary.gaps.iter_rows(named=True)
-            ],
-        )
-    )
-    if summary.steps.height:
-        out += ["", "Profiler steps (busy per lane inside each step)"]
-        out.append(
-            table(
-                ["step", "dur", *LANES, "hw idle"],
+                ["track", "events", "busy", "idle", "span", "gaps", "% idle"],
                 [
-                    [r["name"], fmt_time(r["dur"]), *(fmt_time(r[f"{lane}_busy"]) for lane in LANES), fmt_time(r["hardware_idle"])]
-                    for r in summary.steps.iter_rows(named=True)
+                    [r["track"], str(r["events"]), fmt_time(r["busy"]), fmt_time(r["idle"]), fmt_time(r["span"]), str(r["gaps"]), fmt_pct(r["idle_share"])]
+                    for r in hw.iter_rows(named=True)
                 ],
             )
         )
-    ops = op_table(summary.op_groups, summary.hardware_ns, view)
+    out += ["", "Dispatch gaps", _gaps_text(summary)]
+    if summary.steps.height:
+        out += _steps_text(summary)
+    ops = op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns, view)
     if ops.height:
-        out += ["", "Operators (torch key_averages() columns, computed from the trace)", ops_text(summary, ops), "", findings_text(summary)]
+        out += ["", "Operators (torch key_averages() columns, computed from the trace; device time: every device activity, through its launching op)", ops_text(summary, ops)]
+    if summary.kernels.height:
+        out += ["", "Device activities by name", kernels_text(summary, view.top)]
+    if ops.height:
+        out += ["", findings_text(summary)]
     if session and session.has_artifacts:
         out += ["", session_summary_text(session)]
     return "\n".join(out)
+
+
+def _warnings(warnings: Sequence[str]) -> list[str]:
+    """The closing Warnings section, when there are any."""
+    return ["Warnings\n" + "\n".join(f"  - {w}" for w in warnings)] if warnings else []
 
 
 def analysis(result: Analysis, view: OpView = OpView()) -> str:
     """Every trace's section, then the sessions with no trace, then the warnings."""
     parts = [summary_text(s, session, view) for s, session in result]
     parts += [f"{session_text(s)}\n(no framework trace in this session)" for s in result.artifacts]
-    warnings = result.all_warnings
-    if warnings:
-        parts.append("Warnings\n" + "\n".join(f"  - {w}" for w in warnings))
+    parts += _warnings(result.all_warnings)
     return "\n\n".join(parts) + "\n"
 
 
@@ -139,42 +180,41 @@ def _speedup(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
-def compare(frame: pl.DataFrame) -> str:
-    """The comparison table: device time, self CPU of the ops that reached the device, their calls, hardware idle, speed-up."""
-    baseline = frame.filter(pl.col("speedup") == 1.0)["name"].head(1).to_list()
+def compare(comparison: Comparison) -> str:
+    """The comparison table (device time, compute, self CPU and calls of the ops that reached the device, idle, median step, speed-up), what it means, and its warnings."""
     rows = [
-        [r["name"], fmt_time(r["device"]), fmt_time(r["self_cpu"]), str(r["device_op_calls"]), fmt_time(r["gap"]), _speedup(r["speedup"]), r["device_name"], str(r["traces"])]
-        for r in frame.iter_rows(named=True)
-    ]
-    note = [
-        f"speed-up: device time of {baseline[0] if baseline else 'the baseline'} over each variant's",
-        "self CPU and op calls: the op table rows that carry device time; idle: hardware idle between executions",
-    ]
-    return "\n".join([table(["variant", "device time", "self CPU", "op calls", "idle", "speed-up", "device", "traces"], rows), *note]) + "\n"
+        [
+            r["name"], fmt_time(r["device"]), fmt_time(r["compute"]), fmt_time(r["self_cpu"]), str(r["device_op_calls"]), fmt_time(r["idle"]), fmt_time(r["step"]),
+            _speedup(r["speedup"]), r["device_name"], str(r["traces"]),
+        ]
+        for r in comparison.variants.iter_rows(named=True)
+    ]  # fmt: skip
+    headers = ["variant", "device time", "compute", "self CPU", "op calls", "idle", "median step", "speed-up", "device", "traces"]
+    parts = ["\n".join([table(headers, rows), *compare_notes(comparison)]), *_warnings(comparison.warnings)]
+    return "\n\n".join(parts) + "\n"
 
 
-
-def _pct(value: float | None) -> str:
+def _change(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1f}%"
 
 
 def diff(d: Diff) -> str:
-    """Total device time change, per-op statuses, lane totals and gap statistics, BASE → TEST."""
+    """Total device time change, per-op statuses, lane totals and gap statistics, BASE → TEST, then warnings."""
     counts = {s: d.ops.filter(d.ops["status_device"] == s).height for s in ("added", "removed", "slower", "faster", "unchanged")}
     out = [
         f"BASE {d.base}",
         f"TEST {d.test}",
-        f"device time: {fmt_time(d.base_device)} -> {fmt_time(d.test_device)} ({_pct(d.device_change_pct)}); threshold {d.threshold:g}%",
-        "ops by device time: " + ", ".join(f"{n} {s}" for s, n in counts.items()),
+        f"device time: {fmt_time(d.base_device)} -> {fmt_time(d.test_device)} ({_change(d.device_change_pct)}); threshold {d.threshold:g}%",
+        "ops by device time: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + " (ops with no device time on either side are judged on CPU only)",
         "",
         "Ops (largest device time change first)",
         table(
             ["op", "device", "cpu", "calls", "base device", "test device", "change", "base self CPU", "test self CPU", "change"],
             [
                 [
-                    r["name"], r["status_device"], r["status_cpu"], f"{r['base_calls'] or 0} -> {r['test_calls'] or 0}",
-                    fmt_time(r["base_self_device"]), fmt_time(r["test_self_device"]), _pct(r["self_device_change_pct"]),
-                    fmt_time(r["base_self_cpu"]), fmt_time(r["test_self_cpu"]), _pct(r["self_cpu_change_pct"]),
+                    r["name"], r["status_device"] or "-", r["status_cpu"] or "-", f"{r['base_calls'] or 0} -> {r['test_calls'] or 0}",
+                    fmt_time(r["base_self_device"]), fmt_time(r["test_self_device"]), _change(r["self_device_change_pct"]),
+                    fmt_time(r["base_self_cpu"]), fmt_time(r["test_self_cpu"]), _change(r["self_cpu_change_pct"]),
                 ]
                 for r in d.ops.iter_rows(named=True)
             ],
@@ -197,8 +237,7 @@ def diff(d: Diff) -> str:
             left=2,
         ),
     ]
-    return "\n".join(out) + "\n"
-
+    return "\n\n".join(["\n".join(out), *_warnings(d.warnings)]) + "\n"
 
 
 def _title(session: Session) -> str:

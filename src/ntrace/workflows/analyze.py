@@ -57,9 +57,10 @@ def load(path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] | None
 
 
 def summarize(
-    path: Path, fast: bool = True, lanes: Mapping[str, str] | None = None, max_events: int | None = None, recompute: bool = False, timeline: bool = False
+    path: str | Path, fast: bool = True, lanes: Mapping[str, str] | None = None, max_events: int | None = None, recompute: bool = False, timeline: bool = False
 ) -> Summary:
     """The Summary of one trace file (with what its HTML timeline draws when `timeline`); a cache's stored summary is read instead of recomputed."""
+    path = Path(path)
     if not (recompute or lanes or timeline) and path.suffix.lower() == ".parquet" and is_cache(path):
         stored = read_cache_summary(path)
         if stored is not None:

@@ -49,9 +49,10 @@ MIN_COMMON_OPS = 0.5
 
 @dataclass(frozen=True)
 class Comparison:
-    """Variants side by side: one row per variant (COMPARE_SCHEMA, ns), the basis of the speed-up ("device" time or median "step" time) and what could make the comparison wrong."""
+    """Variants side by side: one row per variant (COMPARE_SCHEMA, ns), the baseline's name, the basis of the speed-up ("device" time or median "step" time) and what could make the comparison wrong."""
 
     variants: pl.DataFrame
+    baseline: str
     basis: str
     warnings: tuple[str, ...]
 
@@ -102,20 +103,27 @@ def variant_row(name: str, path: Path, summaries: Sequence[Summary]) -> dict[str
 
 
 def comparability(sides: Sequence[tuple[str, Sequence[Summary]]]) -> list[str]:
-    """What makes these sets of traces hard to compare: different device models, different backends, few op names in common."""
+    """What makes these sets of traces hard to compare: different device models, different backends, few op names in common with the first (the baseline)."""
     out = []
     models = {name: _models(summaries) for name, summaries in sides}
-    if len({m for m in models.values() if m}) > 1:
+    if len({frozenset(m) for m in models.values() if m}) > 1:
         out.append("the traces come from different device models: " + "; ".join(f"{n}: {', '.join(sorted(m)) or 'none'}" for n, m in models.items()))
-    backends = {name: {s.device for s in summaries} for name, summaries in sides}
+    backends = {name: {_backend(s) for s in summaries} for name, summaries in sides}
     if len({frozenset(b) for b in backends.values()}) > 1:
         out.append("the traces come from different backends: " + "; ".join(f"{n}: {'/'.join(sorted(b))}" for n, b in backends.items()))
-    names = {name: _op_names(summaries) for name, summaries in sides}
-    for (a, ops_a), (b, ops_b) in zip(list(names.items()), list(names.items())[1:]):
+    names = [(name, _op_names(summaries)) for name, summaries in sides]
+    for (a, ops_a), (b, ops_b) in ((names[0], other) for other in names[1:]):
         smaller = min(len(ops_a), len(ops_b))
         if smaller and len(ops_a & ops_b) < MIN_COMMON_OPS * smaller:
             out.append(f"{a} and {b} share only {len(ops_a & ops_b)} of {smaller} op names: they run different code, so per-op changes say little")
     return out
+
+
+def _backend(summary: Summary) -> str:
+    """The backend a trace ran on: its device name, with ROCm told from CUDA (torch names both CUDA) by HIP runtime calls."""
+    if summary.device == "CUDA" and summary.op_groups["name"].str.starts_with("hip").any():
+        return "ROCm"
+    return summary.device
 
 
 def _models(summaries: Sequence[Summary]) -> set[str]:
@@ -142,10 +150,15 @@ def compare(paths: Sequence[str | Path], baseline: str | None = None) -> Compari
     the first variant, or the one whose name (or path) is `baseline`.
     """
     variants = find_variants(paths)
-    loaded = [(variant_name(path), path, [summarize(t) for t in traces]) for path, traces in variants]
-    rows = [variant_row(name, path, summaries) for name, path, summaries in loaded]
+    groups = [(variant_name(path), path, [summarize(t) for t in traces]) for path, traces in variants]
+    return compare_groups(groups, baseline, slowest_first=len(paths) == 1 and len(groups) > 1)
+
+
+def compare_groups(groups: Sequence[tuple[str, Path, Sequence[Summary]]], baseline: str | None = None, slowest_first: bool = False) -> Comparison:
+    """The comparison of variants given as (name, path, summaries of its traces), in that order or slowest first; the baseline is the first row or the one named `baseline`."""
+    rows = [variant_row(name, path, summaries) for name, path, summaries in groups]
     basis = "device" if any(r["device"] > 0 for r in rows) else "step"
-    if len(paths) == 1 and len(rows) > 1:
+    if slowest_first:
         rows.sort(key=lambda r: (-r[basis], r["name"]))
     names = [str(r["name"]) for r in rows]
     if len(set(names)) < len(names):  # two variants with one manifest name: tell them apart by path
@@ -156,10 +169,9 @@ def compare(paths: Sequence[str | Path], baseline: str | None = None) -> Compari
     if pick.is_empty():
         raise InputError(baseline, f"is not one of the variants ({', '.join(frame['name'].to_list())})")
     base = int(pick[basis][0])
-    warnings = [w for _, _, summaries in loaded for s in summaries for w in s.warnings]
-    warnings += comparability([(name, summaries) for name, _, summaries in loaded])
+    warnings = [w for _, _, summaries in groups for s in summaries for w in s.warnings]
+    warnings += comparability([(name, summaries) for name, _, summaries in groups])
     if basis == "step":
         warnings.append("no trace holds device activity: the speed-up compares the median profiler step (CPU time), not device time")
-    speedup = pl.when(pl.col(basis) > 0).then(pl.lit(float(base)) / pl.col(basis)).otherwise(None)
-    return Comparison(frame.with_columns(speedup=speedup).cast(COMPARE_SCHEMA), basis, tuple(warnings))
-
+    speedup = pl.when((pl.col(basis) > 0) & pl.lit(base > 0)).then(pl.lit(float(base)) / pl.col(basis)).otherwise(None)
+    return Comparison(frame.with_columns(speedup=speedup).cast(COMPARE_SCHEMA), str(pick["name"][0]), basis, tuple(warnings))
