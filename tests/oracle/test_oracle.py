@@ -98,7 +98,7 @@ def test_lanes_and_tracks(tmp_path):
         X("k", 20, 10, cat="kernel", pid=0, tid=8),  # same device, other stream: one track
         X("cp", 0, 5, cat="gpu_memcpy", pid=0, tid=7),
         X("dma_in", 0, 5, cat="mtia_ccp_events", pid=2, tid=1),
-        X("WaitForX", 0, 5, cat="mtia_ccp_events", pid=2, tid=1),
+        X("event_wait", 0, 5, cat="mtia_ccp_events", pid=2, tid=1),
         X("gemm", 0, 5, cat="mtia_ccp_events", pid=2, tid=1),
         X("drv", 0, 5, cat="privateuse1_driver", pid=3, tid=4, stream=5),
         X("drv2", 0, 5, cat="privateuse1_driver", pid=3, tid=4),
@@ -110,7 +110,7 @@ def test_lanes_and_tracks(tmp_path):
     t = r["tracks"]
     assert t[("hardware", "device 0")] == {"events": 2, "total": 20000, "busy": 20000, "span": 30000, "idle": 10000, "gaps": 1}
     assert t[("device", "device 0 stream 7")]["events"] == 1
-    assert t[("device", "device 2 stream 1")]["events"] == 2  # dma_ and wait name rules
+    assert t[("device", "device 2 stream 1")]["events"] == 2  # the dma_ and event_ name rules
     assert t[("hardware", "device 2")]["events"] == 1
     assert t[("device", "stream 5")]["events"] == 1
     assert t[("device", "pid 3 tid 4")]["events"] == 1

@@ -57,7 +57,7 @@ def summary_markdown(profile: Summary, name: str, view: OpView = OpView()) -> st
 
 
 def _summary_columns(frame: pl.DataFrame) -> pl.DataFrame:
-    """The comparison columns a reviewer reads first: window, busy per lane, hardware idle, launch delay."""
+    """The comparison columns a reviewer reads first: window, busy per lane, hardware idle, launch latency and queue delay."""
     keep = ["trace", "window_us", *(c for c in frame.columns if c.endswith("_busy_us")), "hardware_idle_count", "hardware_idle_total_us", "launch_latency_p50_us", "queue_delay_p50_us"]
     return frame.select(c for c in keep if c in frame.columns)
 
