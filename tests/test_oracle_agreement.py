@@ -282,3 +282,15 @@ def random_trace(seed: int, n: int) -> list[dict[str, Any]]:
 @given(st.integers(0, 2**32), st.integers(0, 80))
 def test_random_traces(tmp_path: Path, seed: int, n: int) -> None:
     agree(write(tmp_path / f"r{seed}.json", random_trace(seed, n)))
+
+
+def test_ends_beyond_int64_are_left_out(tmp_path: Path) -> None:
+    """ts fits int64 ns but ts + dur does not: the event is left out (warned), on both decoders, never wrapped to a negative end."""
+    events = [X("a", Decimal("9223372036854775.000"), 5), X("b", Decimal("9223372036854775.000"), Decimal("0.807")), X("c", 1, 2)]
+    path = write(tmp_path / "t.json", events)
+    want = agree(path)
+    assert want["events"] == 2 and want["window"] == (1000, 9223372036854775807)
+    for fast in (True, False):
+        trace = load(path, fast=fast).trace
+        assert trace.events["name"].to_list() == ["b", "c"] and (trace.events["end"] >= trace.events["ts"]).all()
+        assert any("beyond what int64 ns hold" in w for w in trace.warnings)

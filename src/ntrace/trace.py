@@ -18,6 +18,14 @@ from ntrace.lanes import LANES
 #: The name of a profiler step annotation (torch.profiler's schedule writes one per step).
 STEP_NAME = r"^ProfilerStep#(\d+)$"
 
+#: The largest int64: an event whose end (ts + dur, ns) would pass it cannot be timed and is left out.
+INT64_MAX = 2**63 - 1
+
+
+def end_fits() -> pl.Expr:
+    """Whether ts + dur (dur ≥ 0) fits in int64, tested without computing the sum (which would wrap)."""
+    return (pl.col("ts") <= INT64_MAX - pl.col("dur")).fill_null(True)
+
 #: Columns of the events frame as decoded, in order, with their dtypes.
 EVENT_SCHEMA = pl.Schema(
     {

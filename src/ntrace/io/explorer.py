@@ -30,7 +30,7 @@ import polars as pl
 from ntrace.errors import InputError, TraceFormatError
 from ntrace.io.manifest import find_manifest
 from ntrace.lanes import classify
-from ntrace.trace import EVENT_SCHEMA, STEP_NAME, Trace
+from ntrace.trace import EVENT_SCHEMA, STEP_NAME, Trace, end_fits
 
 #: The documented columns of `SystemProfileEvents`, with the dtype ntrace reads each as.
 EXPLORER_SCHEMA = pl.Schema(
@@ -106,7 +106,7 @@ def explorer_events(rows: pl.DataFrame) -> pl.DataFrame:
         .then(pl.format("Stream:{}", pl.col("framework_stream_id")))
         .otherwise(pl.col("thread_id").cast(pl.String))
     )
-    dur = pl.coalesce("duration_ns", pl.col("end_ts") - pl.col("start_ts")).clip(lower_bound=0)
+    dur = pl.coalesce("duration_ns", pl.when(pl.col("end_ts") >= pl.col("start_ts")).then(pl.col("end_ts") - pl.col("start_ts"))).clip(lower_bound=0)
     linked = source.is_in(["neuron_rt", "neuron_hw"])
     events = (
         rows.filter(pl.col("start_ts").is_not_null())
@@ -130,6 +130,7 @@ def explorer_events(rows: pl.DataFrame) -> pl.DataFrame:
             bytes=pl.lit(None, pl.Int64),
             input_dims=pl.lit(None, pl.String),
         )
+        .filter(end_fits())
         .with_columns(end=pl.col("ts") + pl.col("dur"))
     )
     return classify(events.select(*(pl.col(c).cast(t) for c, t in EVENT_SCHEMA.items())))
@@ -143,7 +144,7 @@ def read_explorer_trace(path: str | Path) -> Trace:
     warnings = []
     dropped = rows.height - events.height
     if dropped:
-        warnings.append(f"{path}: {dropped} rows have no start_ts; they were left out")
+        warnings.append(f"{path}: {dropped} rows have no start_ts, or end beyond what int64 ns hold; they were left out")
     unknown = rows.filter(~pl.col("trace_event_source").str.to_lowercase().is_in(list(SOURCES)).fill_null(False))  # a null source too
     if unknown.height:
         kinds = ", ".join(sorted(unknown["trace_event_source"].fill_null("null").unique().to_list()))

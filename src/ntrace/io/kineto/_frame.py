@@ -7,7 +7,7 @@ from typing import Any, Iterable
 
 import polars as pl
 
-from ntrace.trace import EVENT_SCHEMA
+from ntrace.trace import EVENT_SCHEMA, end_fits
 
 
 #: A JSON number as the grammar writes it: what a string holding a number must match to be read as one.
@@ -117,7 +117,7 @@ def frame(cols: dict[str, Any], path: Path, warnings: list[str]) -> pl.DataFrame
 
 
 def _clean_complete(frame: pl.DataFrame, path: Path, warnings: list[str]) -> pl.DataFrame:
-    """Complete events need a start and a non-negative duration: drop those without a start, clamp the rest, warn."""
+    """Complete events need a start, a non-negative duration and an end int64 holds: drop those without a start or whose end does not fit, clamp the rest, warn."""
     is_x = pl.col("ph") == "X"
     no_ts = frame.select((is_x & pl.col("ts").is_null()).sum()).item()
     if no_ts:
@@ -126,9 +126,12 @@ def _clean_complete(frame: pl.DataFrame, path: Path, warnings: list[str]) -> pl.
     bad_dur = frame.select((is_x & (pl.col("dur").is_null() | (pl.col("dur") < 0))).sum()).item()
     if bad_dur:
         warnings.append(f"{path}: {bad_dur} complete events have a missing, negative or non-finite dur; counted as 0")
-    return frame.with_columns(
-        dur=pl.when(pl.col("dur").is_null() | (pl.col("dur") < 0)).then(0).otherwise(pl.col("dur"))
-    )
+    frame = frame.with_columns(dur=pl.when(pl.col("dur").is_null() | (pl.col("dur") < 0)).then(0).otherwise(pl.col("dur")))
+    past = frame.select((is_x & ~end_fits()).sum()).item()
+    if past:
+        warnings.append(f"{path}: {past} complete events end (ts + dur) beyond what int64 ns hold; they were left out")
+        frame = frame.filter(~(is_x & ~end_fits()))
+    return frame
 
 
 def _ints(values: list[Any]) -> pl.Series:
