@@ -5,7 +5,7 @@
 
 Writes fixtures/rmsnorm/{naive,fused,compiled}/ as a PyTorch-native capture on trn1 would lay them
 out (formats.md section 2), a model-mode capture (fixtures/model_mode/) and a damaged profile
-(fixtures/damaged/). Every file is SYNTHETIC: the trace timings are chosen so that torch's
+(fixtures/damaged/), then runs scripts/make_device_fixtures.py (processed device profiles in Parquet). Every file is SYNTHETIC: the trace timings are chosen so that torch's
 key_averages() semantics reproduce the seed table (formats.md section 8); NTFF and .pb files are
 opaque placeholder bytes. See fixtures/README.md for what is known and what is invented.
 """
@@ -306,6 +306,10 @@ def main(out: Path) -> None:
     make_rmsnorm(out)
     make_model_mode(out)
     make_damaged(out)
+    # the processed device profiles (Parquet) read these sessions: rmsnorm/*/…/device_profiles/ and device/
+    import runpy
+
+    runpy.run_path(str(Path(__file__).with_name("make_device_fixtures.py")))["main"](out)
 
 
 if __name__ == "__main__":
