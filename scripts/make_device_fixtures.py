@@ -725,13 +725,13 @@ def number_ns(text: str) -> int:
 
 
 def executions_in_trace(trace: Path) -> tuple[dict[str, list[tuple[int, int]]], int | None]:
-    """{neff stem: [(start_ns, dur_ns)]} from the nc_exec_running kernel events, and the profiler span's start."""
+    """{neff stem: [(start_ns, dur_ns)]} from the nc_exec_running kernel events (their documented model_name arg names the NEFF), and the profiler span's start."""
     doc = json.loads(trace.read_text(), parse_float=str, parse_int=str)
     out: dict[str, list[tuple[int, int]]] = {}
     span = None
     for e in doc["traceEvents"]:
         if e.get("ph") == "X" and e.get("cat") == "kernel" and e.get("name") == "nc_exec_running":
-            out.setdefault(e["args"]["neff"], []).append((number_ns(e["ts"]), number_ns(e["dur"])))
+            out.setdefault(e["args"]["model_name"].removesuffix(".neff"), []).append((number_ns(e["ts"]), number_ns(e["dur"])))
         if e.get("ph") == "X" and e.get("cat") == "Trace":
             span = number_ns(e["ts"])
     return {k: sorted(v) for k, v in out.items()}, span

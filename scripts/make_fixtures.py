@@ -133,7 +133,7 @@ def build_trace(variant: str, host_pid: int, ops: list[Op], lookup: float = 0.0)
             cursor += runtime_call(tr, "nrt_tensor_write", cursor, ext, copy, "Memcpy HtoD", "gpu_memcpy", 4_100, {"bytes": 2})
             cursor += 1_300
             pre += 1_300
-        cursor += runtime_call(tr, "nrt_execute", cursor, ext, ns(op.device) - copy, "nc_exec_running", "kernel", DELAYS[i % len(DELAYS)], {"neff": neff})
+        cursor += runtime_call(tr, "nrt_execute", cursor, ext, ns(op.device) - copy, "nc_exec_running", "kernel", DELAYS[i % len(DELAYS)], {"model_name": f"{neff}.neff"})
         op_end = cursor + (self_ns - pre)
         args = {"External id": ext, "Record function id": 0}
         if op.input_dims:

@@ -47,6 +47,7 @@ EVENT_SCHEMA = pl.Schema(
         "sequence": pl.Int64(),  # args["Sequence number"]
         "bytes": pl.Int64(),  # args["bytes"]: the size of a copy or fill
         "input_dims": pl.String(),  # args["Input Dims"] as compact JSON text, for grouping by shape
+        "model": pl.String(),  # args["model_name"] of a Neuron execution (nc_exec_running): the NEFF it ran
     }
 )
 

@@ -129,6 +129,7 @@ def explorer_events(rows: pl.DataFrame) -> pl.DataFrame:
             sequence=pl.lit(None, pl.Int64),
             bytes=pl.lit(None, pl.Int64),
             input_dims=pl.lit(None, pl.String),
+            model=pl.lit(None, pl.String),
         )
         .filter(end_fits())
         .with_columns(end=pl.col("ts") + pl.col("dur"))

@@ -61,6 +61,7 @@ class _Args(msgspec.Struct, gc=False):
     device: Key = None
     sequence: Key = msgspec.field(default=None, name="Sequence number")
     bytes: Key = None
+    model_name: str | None = None
     input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
 
 
@@ -238,6 +239,7 @@ def _event_columns(events: list[_Event]) -> dict[str, pl.Series]:
     for name in _KEYS:
         cols[name] = _int_keys(name, list(map(attrgetter(name), args)))
     cols["input_dims"] = pl.Series("input_dims", list(map(bytes, map(attrgetter("input_dims"), args))), dtype=pl.Binary)  # b"" where absent
+    cols["model"] = pl.Series("model", list(map(attrgetter("model_name"), args)), dtype=pl.String)
     return cols
 
 

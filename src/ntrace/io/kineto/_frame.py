@@ -110,6 +110,7 @@ def frame(cols: dict[str, Any], path: Path, warnings: list[str]) -> pl.DataFrame
             "sequence": _ints(cols["sequence"]),
             "bytes": _ints(cols["bytes"]),
             "input_dims": shapes_text(cols["input_dims"]),
+            "model": pl.Series(cols["model"], dtype=pl.String, strict=False),
         }
     )
     events = _clean_complete(events, path, warnings)

@@ -70,6 +70,7 @@ def columns(doc: Any, path: Path, warnings: list[str]) -> tuple[dict[str, list[A
         "flow_id": [_scalar(e.get("id")) for e in evs],
         "flow_bp": [_text(e.get("bp")) for e in evs],
         "input_dims": [orjson.dumps(_floats(a["Input Dims"])) if "Input Dims" in a else None for a in args],
+        "model": [_text(a.get("model_name")) for a in args],
     }
     for col, key in _ARG_KEYS.items():
         cols[col] = [_scalar(a.get(key)) for a in args]
