@@ -280,6 +280,8 @@ def make_rmsnorm(out: Path) -> None:
         write(session / f"profile_nc_{CORE}_session_0.ntff", opaque(f"ntff {variant} nc {CORE} session 0"))
         write(session / "ntrace.pb", opaque(f"ntrace.pb {variant}"))
         write(session / "trace_info.pb", opaque(f"trace_info.pb {variant}"))
+        # the TorchNeuron profiler's framework → runtime mapping: its format is undocumented, so this one is opaque placeholder JSON
+        write(session / f"framework_mapping_{TIMESTAMP}_000.json", (json.dumps({"synthetic": True, "variant": variant}) + "\n").encode())
 
 
 def make_model_mode(out: Path) -> None:

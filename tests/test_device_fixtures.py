@@ -77,9 +77,9 @@ def ns(text: str) -> int:
 
 
 def trace_executions(trace: Path) -> dict[str, list[tuple[int, int]]]:
-    """{neff stem: [(ts_ns, dur_ns)]} of the nc_exec_running kernel events, read with a regex over the JSON text."""
+    """{neff stem: [(ts_ns, dur_ns)]} of the nc_exec_running kernel events (their model_name arg names the NEFF), read with a regex over the JSON text."""
     out: dict = {}
-    pattern = re.compile(r'"cat": "kernel", "name": "nc_exec_running".*?"ts": ([0-9.]+), "dur": ([0-9.]+),.*?"neff": "([^"]+)"')
+    pattern = re.compile(r'"cat": "kernel", "name": "nc_exec_running".*?"ts": ([0-9.]+), "dur": ([0-9.]+),.*?"model_name": "([^"]+)\.neff"')
     for m in pattern.finditer(trace.read_text()):
         out.setdefault(m.group(3), []).append((ns(m.group(1)), ns(m.group(2))))
     return {k: sorted(v) for k, v in out.items()}
@@ -195,9 +195,9 @@ def test_execution_info_matches_the_trace(profile: Path) -> None:
 
 
 def test_executions_total_the_seed_device_times() -> None:
-    """The six naive NEFFs' executions add up to the trace's 2,354.9 µs of device time; fused 403.3, compiled 375.5."""
+    """The six naive NEFFs' executions add up to 2,351.7 µs (the trace's 2,354.9 µs of device time less the 3.2 µs copy of the naive add's epsilon); fused 403.3, compiled 375.5."""
     total = {v: sum(oracle.execution_span(p)["total_ns"] for p in SESSION_PROFILES if f"/{v}/" in str(p)) for v in ("naive", "fused", "compiled")}
-    assert total == {"naive": 2_354_900, "fused": 403_300, "compiled": 375_500}
+    assert total == {"naive": 2_354_900 - 3_200, "fused": 403_300, "compiled": 375_500}
 
 
 @pytest.mark.parametrize("profile", SESSION_PROFILES, ids=lambda p: p.name)

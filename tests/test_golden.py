@@ -44,6 +44,7 @@ def _cases() -> dict[str, list[str]]:
         cases[f"diff-base-test.{fmt}"] = ["diff", BASE, TEST, "--format", fmt]
         for name in ("rmsnorm", "model_mode", "damaged"):
             cases[f"artifacts-{name}.{fmt}"] = ["artifacts", f"fixtures/{name}", "--format", fmt]
+        cases[f"device-fixtures.{fmt}"] = ["device", "fixtures/device", "--format", fmt]
     cases["compare-baseline.table"] = ["compare", "fixtures/rmsnorm/naive", "fixtures/rmsnorm/fused", "--baseline", "fused"]
     cases["diff-fused-naive.table"] = ["diff", "fixtures/rmsnorm/fused", "fixtures/rmsnorm/naive", "--fail-above", "10"]
     return cases

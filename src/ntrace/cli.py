@@ -52,7 +52,7 @@ FORMATS = ["table", "json", "csv", "markdown"]
 
 
 def _renderer(fmt: str) -> ModuleType:
-    """The render module for an output format: each has analysis(), compare(), diff() and artifacts()."""
+    """The render module for an output format: each has analysis(), compare(), diff(), artifacts() and device()."""
     from ntrace.render import csv, json, markdown, text
 
     return {"table": text, "json": json, "csv": csv, "markdown": markdown}[fmt]
@@ -224,6 +224,26 @@ def export(path: Path, out: Path, quiet: bool) -> None:
         written = export_perfetto(profile, out)
     _warn(profile.trace.warnings)
     click.echo(f"wrote {written}: {profile.complete.height} slices, {profile.links.height} flows, {profile.hardware_idle.height} hardware idle gaps; open it in https://ui.perfetto.dev or chrome://tracing")
+
+
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv and markdown: one row per profile.")
+@_fail_cleanly
+def device(path: Path, fmt: str) -> None:
+    """Read Neuron Explorer's processed device profiles (Parquet tables) under PATH: engines, DMA, HBM, FLOPs, MFU, the compute- or memory-bound verdict, collectives, throttling, recommendations.
+
+    \b
+    Examples:
+      ntrace device profile_output/        every profile directory under it
+      ntrace device my-profile@latest --format json
+    """
+    from ntrace.workflows.device import device as run
+
+    result = run(path)
+    text = _renderer(fmt).device(result)
+    _warn(result.warnings)
+    click.echo(text, nl=fmt == "json")
 
 
 @main.command()

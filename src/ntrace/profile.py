@@ -17,7 +17,7 @@ from ntrace.analyses import ops as opmod
 from ntrace.analyses import stats
 from ntrace.analyses.links import ACTIVITY, CALL, launch_links
 from ntrace.analyses.ops import OpView
-from ntrace.analyses.steps import device_work, host_busy, is_step, overlapping, step_windows
+from ntrace.analyses.steps import device_work, host_busy, is_step, launch_step, overlapping, step_windows
 from ntrace.analyses.totals import lane_categories, lane_totals, spans, track, track_totals, window
 from ntrace.summary import Summary, Timeline
 from ntrace.trace import Trace
@@ -30,7 +30,7 @@ TWO_THREADS_MAX = 150_000
 
 #: What every output reads, in two branches that share only the track codes: the op tree and table, and the lanes, tracks, gaps and steps.
 _BRANCHES: tuple[tuple[str, ...], tuple[str, ...]] = (
-    ("op_groups", "device_ns", "self_cpu_ns", "kernels"),
+    ("op_groups", "device_ns", "self_cpu_ns", "kernels", "neff_executions"),
     ("lanes", "categories", "tracks", "gaps", "steps", "window", "complete_count"),
 )
 
@@ -242,6 +242,21 @@ class Profile:
         return opmod.kernels(self.activities, self.device_ns)
 
     @cached_property
+    def neff_executions(self) -> pl.DataFrame:
+        """The hardware executions that name the NEFF they ran (Neuron's `model_name` arg): idx, model, track, ts, dur, the launching op, its runtime call's duration and the step that launched it."""
+        runs = self.select_complete("idx", "model", "ts", "dur", track(), where=(pl.col("lane") == "hardware") & pl.col("model").is_not_null())
+        calls = self.calls.select(call_idx="idx", call_ts="ts", call_dur=pl.col("end") - pl.col("ts"))
+        ops = self.nesting.select(op_idx="idx", op="key")
+        joined = (
+            runs.join(self.attribution.select("idx", "call_idx", "op_idx"), on="idx", how="left")
+            .join(calls, on="call_idx", how="left")
+            .join(ops, on="op_idx", how="left")
+        )
+        windows = self._windows
+        row = launch_step(windows, joined["call_ts"])
+        return joined.select("idx", "model", "track", "ts", "dur", "op", "call_dur", step=windows["step"].gather(row) if windows.height else pl.lit(None, pl.Int64)).sort("ts", "idx")
+
+    @cached_property
     def findings(self) -> pl.DataFrame:
         """What to look at first: device hotspots, runs of small executions, scalar host→device copies (see ntrace.analyses.findings)."""
         launched = self.attribution.join(self.activities.select("idx", "name", "ts", "bytes"), on="idx").join(
@@ -289,7 +304,7 @@ class Profile:
             window=self.window, events=self.complete_count, device=self.device, device_ns=self.device_ns, self_cpu_ns=self.self_cpu_ns,
             lanes=self.lanes, categories=self.categories, tracks=self.tracks, gaps=self.gaps,
             steps=self.steps, step_devices=self.step_devices, outside_steps=self.outside_steps,
-            op_groups=self.op_groups, kernels=self.kernels, findings=self.findings,
+            op_groups=self.op_groups, kernels=self.kernels, findings=self.findings, neff_executions=self.neff_executions,
             idle_gaps=self.hardware_idle["gap"], launch_latencies=self.launch_delays["latency"], queue_delays=self.launch_delays["queue"],
         )  # fmt: skip
 

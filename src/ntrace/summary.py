@@ -73,6 +73,7 @@ class Summary:
     op_groups: pl.DataFrame
     kernels: pl.DataFrame
     findings: pl.DataFrame
+    neff_executions: pl.DataFrame  # Neuron executions naming their NEFF: idx, model, track, ts, dur, op, call_dur, step
     idle_gaps: pl.Series  # every hardware idle gap (ns), for statistics pooled over several traces
     launch_latencies: pl.Series  # every launch latency (ns), likewise
     queue_delays: pl.Series  # every queue delay (ns), likewise

@@ -33,3 +33,28 @@ def size(n: int) -> str:
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
     return f"{n} bytes"
+
+
+def rate(per_second: float | None, unit: str = "B/s") -> str:
+    """A rate for people with an SI prefix: 192.5 GB/s, 45.9 TFLOP/s."""
+    if per_second is None:
+        return "-"
+    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(per_second) >= scale:
+            return f"{per_second / scale:.1f} {prefix}{unit}"
+    return f"{per_second:.1f} {unit}"
+
+
+def count(n: int | None) -> str:
+    """A large count for people with an SI prefix (FLOPs): 8.05 G, 139.3 k, 12."""
+    if n is None:
+        return "-"
+    for prefix, scale in (("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.2f} {prefix}"
+    return str(n)
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """`n` with its noun in the right number: 1 call, 2 calls, 1,000 device activities."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"

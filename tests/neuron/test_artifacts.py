@@ -170,7 +170,7 @@ def test_analyze_rmsnorm_three_sessions_each_neff_paired() -> None:
     doc = json.loads(json_renderer.analysis(result))
     for prof in doc["profiles"]:
         art = prof["artifacts"]
-        assert set(art) == {"session", "neff", "ntff", "pairs", "unpaired"}
+        assert set(art) == {"session", "neff", "ntff", "pairs", "unpaired", "device_profiles", "framework_mappings"}
         assert set(art["session"]) == {"instance", "pid", "timestamp"}
         assert art["neff"] and all(set(n) == {"path", "hash", "name", "uuid", "neff_version", "data_size", "members", "valid", "problem"} for n in art["neff"])
         assert all(n["valid"] and n["members"] == 2 for n in art["neff"])

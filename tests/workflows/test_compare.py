@@ -152,7 +152,10 @@ def test_cli_compare_table_and_json(tmp_path: Path) -> None:
     assert doc["schema"] == "ntrace.compare/2"
     got = {v["name"]: (v["device_us"], v["self_cpu_us"], v["device_op_calls"]) for v in doc["variants"]}
     assert got == SEED  # exact µs from integer ns
-    assert set(doc["variants"][0]) == {"name", "path", "traces", "device", "device_us", "compute_us", "self_cpu_us", "device_op_calls", "idle_us", "step_us", "speedup"}
+    assert set(doc["variants"][0]) == {
+        "name", "path", "traces", "device", "device_us", "compute_us", "self_cpu_us", "device_op_calls", "idle_us", "step_us", "speedup",
+        "device_profiles", "mfu_pct", "active_pct", "dma_bytes",
+    }  # fmt: skip
     assert (doc["baseline"], doc["basis"]) == ("naive", "device")
     text = runner.invoke(main, ["compare", str(RMSNORM)])
     assert text.exit_code == 0

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import polars as pl
 
 from ntrace.analyses.ops import UNLINKED
-from ntrace.units import fmt_pct, fmt_time
+from ntrace.units import fmt_pct, fmt_time, plural
 
 EVENT = pl.Struct({"idx": pl.Int64(), "name": pl.String(), "ts": pl.Int64(), "dur": pl.Int64(), "op": pl.String()})
 FINDING_SCHEMA = pl.Schema({"kind": pl.String(), "subject": pl.String(), "summary": pl.String(), "time": pl.Int64(), "events": pl.List(EVENT)})
@@ -64,7 +64,7 @@ def hotspots(table: pl.DataFrame, launched: pl.DataFrame, device: str, device_ns
         "device_hotspot",
         "op",
         lambda r: f"{r['op']}: {fmt_time(r['time'])} self {device} time ({fmt_pct(r['time'] / device_ns)} of all device time) in "
-        f"{_count(r['calls'], 'call')}, {_count(r['activities'], 'device activity', 'device activities')}",
+        f"{plural(r['calls'], 'call')}, {plural(r['activities'], 'device activity', 'device activities')}",
     )
 
 
@@ -122,14 +122,9 @@ def scalar_copies(copies: pl.DataFrame) -> pl.DataFrame:
         per_op,
         "host_to_device_copy",
         "op",
-        lambda r: f"{r['op']} copies a {r['largest']}-byte value from host to device inside the op on every call ({_count(r['copies'], 'copy', 'copies')}, "
+        lambda r: f"{r['op']} copies a {r['largest']}-byte value from host to device inside the op on every call ({plural(r['copies'], 'copy', 'copies')}, "
         f"{fmt_time(r['time'])} on the device): a CPU scalar moved per call — create it on the device once",
     )
-
-
-def _count(n: int, one: str, many: str | None = None) -> str:
-    """`n` with its noun in the right number: 1 call, 2 calls."""
-    return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
 def findings(table: pl.DataFrame, launched: pl.DataFrame, executions: pl.DataFrame, device: str, device_ns: int) -> pl.DataFrame:

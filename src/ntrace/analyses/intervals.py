@@ -64,3 +64,13 @@ def group_busy(ordered: pl.DataFrame, group: str, start: str = "ts", end: str = 
         .with_columns(span=pl.col("last") - pl.col("first"))
         .with_columns(busy=pl.col("span") - pl.col("idle"))
     )
+
+
+def busy_by(frame: pl.DataFrame, keys: list[str], start: str = "start_ts", end: str = "end_ts") -> pl.DataFrame:
+    """Per distinct value of the `keys` columns (any types): events, total (summed lengths) and busy (length of the union) of its [start, end) intervals, in first-seen key order."""
+    codes = frame.select(keys).unique(maintain_order=True).with_row_index("_g").with_columns(pl.col("_g").cast(pl.Int64))
+    if frame.is_empty():
+        return codes.drop("_g").with_columns(events=pl.lit(0, pl.Int64), total=pl.lit(0, pl.Int64), busy=pl.lit(0, pl.Int64))
+    keyed = frame.join(codes, on=keys, how="left", nulls_equal=True).select("_g", ts=start, end=end)
+    per = group_busy(reaching(keyed, "_g"), "_g").select("_g", events=pl.col("events").cast(pl.Int64), total="total", busy="busy")
+    return codes.join(per, on="_g", how="left").drop("_g")

@@ -8,6 +8,7 @@ import zlib
 from pathlib import Path
 
 from ntrace.io.files import regular_file_error
+from ntrace.neuron.device.layout import is_profile_part
 
 #: File names that are traces whatever their content (so a damaged one is reported, not skipped): "trace" before ".json",
 #: which covers trace.json, *.pt.trace.json and neuron_framework_trace_rank_<N>.json.
@@ -61,7 +62,7 @@ def find_traces(root: str | Path, warnings: list[str] | None = None) -> list[Pat
         dirnames.sort()
         for name in sorted(filenames):
             path = Path(dirpath) / name
-            if not name.endswith((".parquet", *_SUFFIXES)):
+            if not name.endswith((".parquet", *_SUFFIXES)) or is_profile_part(path):  # a processed profile's tables are read as device profiles
                 continue
             if (error := regular_file_error(path)) is not None and "cannot be read" not in error.problem:
                 notes.append(f"skipped {error}")

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import polars as pl
 
-from ntrace.io.discover import find_traces
 from ntrace.errors import InputError
+from ntrace.io.discover import find_traces
+from ntrace.neuron.device.layout import find_profiles
 from ntrace.neuron.neff import read_neff
 
 #: A session directory name: `<instance-id>_pid_<pid>` (e.g. i-0ade06f040a13f2bf_pid_210229).
@@ -39,6 +40,9 @@ _NTFF_FIELDS = ("hash", "instid", "vnc", "nc", "session", "rank", "exec")
 #: The .pb files a capture writes, by mode (NEURON-DOCS); any other .pb is kind "other".
 PB_KINDS = ("ntrace", "trace_info", "cpu_util", "host_mem")
 
+#: The framework → runtime mapping the TorchNeuron profiler writes (format undocumented: listed, never decoded).
+FRAMEWORK_MAPPING = re.compile(r"^framework_mapping_\d{8}_\d{6}_\d{3}\.json$")
+
 #: A framework trace written outside its session directory (Neuron Explorer troubleshooting).
 MISPLACED_TRACE = re.compile(r"^neuron_framework_trace_rank_(\d+)\.json$")
 
@@ -59,11 +63,13 @@ class Session:
     pbs: pl.DataFrame  # path, kind, size
     pairs: pl.DataFrame  # neff, ntff, rule ("hash" | "session-core")
     unpaired: pl.DataFrame  # path, reason
+    device_profiles: tuple[Path, ...] = ()  # directories of processed device-profile tables (Parquet) inside the session
+    mappings: tuple[Path, ...] = ()  # framework_mapping_<timestamp>.json files (opaque)
 
     @property
     def has_artifacts(self) -> bool:
-        """True when the session holds any NEFF, NTFF or .pb file."""
-        return bool(self.neffs.height or self.ntffs.height or self.pbs.height)
+        """True when the session holds any NEFF, NTFF, .pb file, processed device profile or framework mapping."""
+        return bool(self.neffs.height or self.ntffs.height or self.pbs.height or self.device_profiles or self.mappings)
 
 
 def session_dir(path: Path) -> Path:
@@ -107,11 +113,11 @@ def find_sessions(root: str | Path, traces: list[Path] | None = None) -> list[Se
 
 
 def _walk(root: Path, recursive: bool = True) -> list[Path]:
-    """Every NEFF, NTFF and .pb regular file under `root` (or directly in it), sorted; pipes and devices are never opened."""
+    """Every NEFF, NTFF, .pb and framework-mapping regular file under `root` (or directly in it), sorted; pipes and devices are never opened."""
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(dirnames) if recursive else []
-        found += [p for n in sorted(filenames) if n.endswith(_ARTIFACT_SUFFIXES) and (p := Path(dirpath) / n).is_file()]
+        found += [p for n in sorted(filenames) if (n.endswith(_ARTIFACT_SUFFIXES) or FRAMEWORK_MAPPING.match(n)) and (p := Path(dirpath) / n).is_file()]
     return found
 
 
@@ -123,9 +129,10 @@ def build_session(directory: Path, traces: list[Path], files: list[Path]) -> Ses
     ntffs = ntff_table(by_suffix[".ntff"])
     pairs = pair(neffs, ntffs)
     misplaced = [t for t in traces if MISPLACED_TRACE.match(t.name) and pid is None]
+    profiles = tuple(find_profiles(directory))
     return Session(
         directory, instance, pid, timestamp, tuple(traces), neffs, ntffs, pb_table(by_suffix[".pb"]), pairs,
-        unpaired(neffs, ntffs, pairs, misplaced),
+        unpaired(neffs, ntffs, pairs, misplaced), profiles, tuple(p for p in files if FRAMEWORK_MAPPING.match(p.name)),
     )
 
 

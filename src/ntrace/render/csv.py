@@ -8,9 +8,10 @@ import polars as pl
 
 from ntrace.analyses.ops import OpView
 from ntrace.neuron.artifacts import Session
-from ntrace.render.tables import artifact_files_frame, compare_frame, diff_ops_frame, summary_frame
+from ntrace.render.tables import artifact_files_frame, compare_frame, device_frame, diff_ops_frame, summary_frame
 from ntrace.workflows.analyze import Analysis
 from ntrace.workflows.compare import Comparison
+from ntrace.workflows.device import DeviceAnalysis
 from ntrace.workflows.diff import Diff
 
 
@@ -40,3 +41,8 @@ def diff(d: Diff) -> str:
 def artifacts(sessions: Sequence[Session]) -> str:
     """Artifact sessions as CSV: one row per NEFF, NTFF or .pb file."""
     return frame_csv(artifact_files_frame(sessions))
+
+
+def device(result: DeviceAnalysis) -> str:
+    """Device profiles as CSV: one row per profile."""
+    return frame_csv(device_frame(result))

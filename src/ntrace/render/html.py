@@ -27,6 +27,7 @@ from ntrace.render.tables import cell, compare_frame, compare_notes, gaps_frame,
 from ntrace.summary import Summary, Timeline
 from ntrace.units import fmt_time
 from ntrace.workflows.analyze import Analysis, analyze
+from ntrace.analyses.device import DeviceReport
 from ntrace.workflows.compare import Comparison, compare_groups
 
 #: The report's inline stylesheet and script (package data: no fonts, styles or scripts from the network).
@@ -247,13 +248,15 @@ def variant_table(analysis: Analysis, names: list[str]) -> Comparison:
     """
     root = analysis.root
     groups: dict[Path, list[Summary]] = {}
+    variants: list[tuple[str, Path, list[Summary], tuple[DeviceReport, ...]]]
     if root.is_dir() and all(p.path.is_relative_to(root) for p in analysis.summaries):
         for p in analysis.summaries:
             groups.setdefault(root / p.path.relative_to(root).parts[0], []).append(p)
+    devices = {session.dir: analysis.devices.get(session.dir, ()) for _, session in analysis if session}
     if len(groups) > 1:
-        variants = [(variant_name(path), path, profiles) for path, profiles in groups.items()]
+        variants = [(variant_name(path), path, profiles, tuple(r for d, rs in devices.items() if d.is_relative_to(path) for r in rs)) for path, profiles in groups.items()]
     else:
-        variants = [(name, p.path, [p]) for name, p in zip(names, analysis.summaries)]
+        variants = [(name, s.path, [s], analysis.devices.get(session.dir, ()) if session else ()) for name, (s, session) in zip(names, analysis)]
     return compare_groups(variants, slowest_first=True)
 
 

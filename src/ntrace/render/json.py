@@ -1,4 +1,4 @@
-"""The JSON renderer: the stable contracts other tooling reads (`ntrace.analysis/2`, `ntrace.compare/2`, `ntrace.diff/2`, `ntrace.artifacts/1`), every µs value written exactly from integer ns."""
+"""The JSON renderer: the stable contracts other tooling reads (`ntrace.analysis/2`, `ntrace.compare/2`, `ntrace.diff/2`, `ntrace.artifacts/1`, `ntrace.device/1`), every µs value written exactly from integer ns."""
 
 from __future__ import annotations
 
@@ -7,18 +7,21 @@ from typing import Any, Sequence
 import orjson
 import polars as pl
 
+from ntrace.analyses.device import ENGINES, DeviceReport
 from ntrace.analyses.ops import OpView, op_table
 from ntrace.neuron.artifacts import Session
 from ntrace.summary import Summary
 from ntrace.units import us_text
 from ntrace.workflows.analyze import Analysis
 from ntrace.workflows.compare import Comparison
+from ntrace.workflows.device import DeviceAnalysis, DeviceJoin
 from ntrace.workflows.diff import Diff
 
 SCHEMA = "ntrace.analysis/2"
 COMPARE_SCHEMA = "ntrace.compare/2"
 DIFF_SCHEMA = "ntrace.diff/2"
 ARTIFACTS_SCHEMA = "ntrace.artifacts/1"
+DEVICE_SCHEMA = "ntrace.device/1"
 
 
 def exact_us(ns: int | None) -> orjson.Fragment | None:
@@ -32,7 +35,7 @@ def _stats(row: dict[str, Any]) -> dict[str, Any]:
     return out | ({"share": row["share"]} if row["share"] is not None else {})
 
 
-def summary_dict(summary: Summary, session: Session | None, view: OpView = OpView()) -> dict[str, Any]:
+def summary_dict(summary: Summary, session: Session | None, view: OpView = OpView(), joined: DeviceJoin | None = None) -> dict[str, Any]:
     """One trace as a JSON-ready dict (exact µs); every number comes from its summary's frames."""
     cats = summary.categories
     lanes = []
@@ -93,6 +96,7 @@ def summary_dict(summary: Summary, session: Session | None, view: OpView = OpVie
         "findings": findings_dicts(summary),
         "warnings": list(summary.warnings),
         "artifacts": session_dict(session) if session else None,
+        "device_profiles": device_join_dict(joined) if joined is not None else None,
     }  # fmt: skip
 
 
@@ -100,7 +104,7 @@ def analysis(result: Analysis, view: OpView = OpView()) -> str:
     """The whole analysis as one JSON object (schema `ntrace.analysis/2`)."""
     doc = {
         "schema": SCHEMA,
-        "profiles": [summary_dict(s, session, view) for s, session in result],
+        "profiles": [summary_dict(s, session, view, result.device_join(s, session)) for s, session in result],
         "artifacts": [{"dir": str(s.dir), **session_dict(s)} for s in result.artifacts],
         "warnings": result.all_warnings,
     }
@@ -163,6 +167,10 @@ def compare(comparison: Comparison) -> str:
                 "idle_us": exact_us(r["idle"]),
                 "step_us": exact_us(r["step"]),
                 "speedup": r["speedup"],
+                "device_profiles": r["device_profiles"],
+                "mfu_pct": r["mfu_pct"],
+                "active_pct": {e: r[f"{e}_active_pct"] for e in ENGINES},
+                "dma_bytes": r["dma_bytes"],
             }
             for r in comparison.variants.iter_rows(named=True)
         ],
@@ -234,6 +242,8 @@ def session_dict(session: Session) -> dict[str, Any]:
         "ntff": [{"path": r["path"], "hash": r["hash"], "core": r["core"], "size": r["size"]} for r in session.ntffs.iter_rows(named=True)],
         "pairs": session.pairs.to_dicts(),
         "unpaired": session.unpaired.to_dicts(),
+        "device_profiles": [str(d) for d in session.device_profiles],
+        "framework_mappings": [str(m) for m in session.mappings],
     }
 
 
@@ -248,3 +258,84 @@ def artifacts(sessions: Sequence[Session]) -> str:
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
 
 
+
+
+def device_report_dict(r: DeviceReport) -> dict[str, Any]:
+    """One device profile as a JSON-ready dict (exact µs from ns; bytes and FLOPs as integers; `*_pct` 0–100, shares 0–1)."""
+    u = r.utilization
+    all_dma = r.dma.filter(pl.col("queue_type") == "all")
+    return {
+        "path": str(r.path),
+        "schema_version": r.schema_version,
+        "neff": dict(r.neff),
+        "metadata": dict(r.metadata),
+        "executions": [{"index": e["execution_index"], "start_us": exact_us(e["start"]), "dur_us": exact_us(e["dur"])} for e in r.executions.iter_rows(named=True)],
+        "span_us": exact_us(r.span_ns),
+        "engines": [
+            {"engine": e["engine"], "core": e["core"], "instructions": e["instructions"], "instruction_us": exact_us(e["instruction_ns"]),
+             "active_us": exact_us(e["active_ns"]), "active_pct": e["active_pct"]}
+            for e in r.engines.iter_rows(named=True)
+        ],
+        "opcodes": [
+            {"engine": o["engine"], "opcode": o["opcode"], "instructions": o["instructions"], "instruction_us": exact_us(o["instruction_ns"]), "active_us": exact_us(o["active_ns"])}
+            for o in r.opcodes.iter_rows(named=True)
+        ],
+        "dma": {
+            "packets": int(all_dma["packets"].sum()), "bytes": int(all_dma["bytes"].sum()), "active_us": exact_us(int(all_dma["active_ns"].sum())),
+            "bandwidth_bytes_per_s": all_dma["bandwidth"][0] if all_dma.height else None,
+            "small_packets": int(all_dma["small_packets"].sum()), "small_share": (all_dma["small_packets"][0] / all_dma["packets"][0]) if all_dma.height and all_dma["packets"][0] else None,
+            "by_queue_type": [
+                {"queue_type": q["queue_type"], "packets": q["packets"], "bytes": q["bytes"], "active_us": exact_us(q["active_ns"]), "bandwidth_bytes_per_s": q["bandwidth"], "small_packets": q["small_packets"]}
+                for q in r.dma.filter(pl.col("queue_type") != "all").iter_rows(named=True)
+            ],
+        },
+        "hbm_bytes": dict(r.hbm),
+        "flops": dict(r.flops),
+        "mfu_pct": u["mfu_pct"],
+        "hfu_pct": u["hfu_pct"],
+        "mbu_pct": u["mbu_pct"],
+        "arithmetic_intensity": u["arithmetic_intensity"],
+        "peak_flops_bandwidth_ratio": u["peak_flops_bandwidth_ratio"],
+        "peak_flops": u["peak_flops"],
+        "bound": r.bound,
+        "collectives": [
+            {"operation": c["operation"], "algorithm": c["algorithm"], "count": c["count"], "time_us": exact_us(c["time_ns"]), "active_us": exact_us(c["active_ns"]),
+             "median_us": exact_us(c["median_ns"]), "max_us": exact_us(c["max_ns"]), "outliers": c["outliers"], "algorithm_bandwidth_bytes_per_s": c["algorithm_bandwidth"],
+             "bus_bandwidth_bytes_per_s": c["bus_bandwidth"], "trigger_delay_us": exact_us(c["trigger_delay_ns"])}
+            for c in r.collectives.iter_rows(named=True)
+        ],
+        "throttle": [
+            {"type": t["type"], "events": t["events"], "duration_us": exact_us(t["duration_ns"]), "active_us": exact_us(t["active_ns"]), "active_pct": t["active_pct"], "allowed_share": t["utilization"]}
+            for t in r.throttle.iter_rows(named=True)
+        ],
+        "framework_ops": [
+            {"name": f["framework"], "instructions": f["instructions"], "active_us": {e: exact_us(f[f"{e}_ns"]) for e in ENGINES}, "hbm_bytes": f["hbm_bytes"], "hardware_flops": f["hardware_flops"]}
+            for f in r.framework.iter_rows(named=True)
+        ],
+        "recommendations": r.recommendations.to_dicts(),
+        "profile_warnings": list(r.profile_warnings),
+        "warnings": list(r.warnings),
+    }  # fmt: skip
+
+
+def device_join_dict(joined: DeviceJoin) -> dict[str, Any]:
+    """A trace's device section: its session's profiles, the device work per (op, NEFF) and the NEFFs per step."""
+    return {
+        "profiles": [device_report_dict(r) for r in joined.reports],
+        "ops": [
+            {"op": o["op"], "neff": o["neff"], "executions": o["executions"], "device_us": exact_us(o["device_ns"]), "active_us": {e: exact_us(o[f"{e}_ns"]) for e in ENGINES},
+             "hardware_flops": o["hardware_flops"], "model_flops": o["model_flops"], "hbm_bytes": o["hbm_bytes"]}
+            for o in joined.ops.iter_rows(named=True)
+        ],
+        "fragmentation": [
+            {"step": f["step"], "neffs": f["neffs"], "executions": f["executions"], "dispatch_us_per_execution": exact_us(f["dispatch_ns"]), "device_us_per_execution": exact_us(f["device_ns"])}
+            for f in joined.fragmentation.iter_rows(named=True)
+        ],
+        "warnings": list(joined.warnings),
+    }  # fmt: skip
+
+
+def device(result: DeviceAnalysis) -> str:
+    """Every device profile as one JSON object (schema `ntrace.device/1`)."""
+    doc = {"schema": DEVICE_SCHEMA, "profiles": [device_report_dict(r) for r in result.reports], "warnings": result.warnings}
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()

@@ -10,12 +10,13 @@ from ntrace.analyses.ops import OpView
 from ntrace.neuron.artifacts import Session
 from ntrace.render.tables import (
     artifact_files_frame, cell, compare_frame, compare_notes, diff_gaps_frame, diff_lanes_frame, diff_ops_frame, gaps_frame, hardware_tracks_frame,
-    header, kernels_frame, lanes_frame, ops_frame, step_devices_frame, steps_frame, summary_frame, variant_names,
+    device_frame, device_ops_frame, header, kernels_frame, lanes_frame, ops_frame, step_devices_frame, steps_frame, summary_frame, variant_names,
 )
 from ntrace.summary import Summary
 from ntrace.units import fmt_time
 from ntrace.workflows.analyze import Analysis
 from ntrace.workflows.compare import Comparison
+from ntrace.workflows.device import DeviceAnalysis, DeviceJoin
 from ntrace.workflows.diff import Diff
 
 _ESCAPES = str.maketrans({"|": "\\|", "\n": " ", "\r": " "})
@@ -30,7 +31,7 @@ def frame_table(frame: pl.DataFrame) -> str:
     return "\n".join([head, rule, *body])
 
 
-def summary_markdown(profile: Summary, name: str, view: OpView = OpView()) -> str:
+def summary_markdown(profile: Summary, name: str, view: OpView = OpView(), joined: DeviceJoin | None = None) -> str:
     """One trace's section: lanes, hardware tracks, dispatch gaps, steps, the op table in `view`."""
     out = [f"### {name}".translate(_ESCAPES), "", f"{profile.events:,} complete events over a {fmt_time(profile.window_ns)} window.", ""]
     out += ["**Lanes**", "", frame_table(lanes_frame(profile)), ""]
@@ -53,6 +54,10 @@ def summary_markdown(profile: Summary, name: str, view: OpView = OpView()) -> st
     if kernels.height:
         shown = kernels.head(view.top) if view.top else kernels
         out += ["**Device activities by name**", "", frame_table(shown), ""]
+    if joined is not None and joined.reports:
+        out += ["**Device profiles** of this session", "", frame_table(device_frame(DeviceAnalysis(profile.path, joined.reports)).drop("profile", "recommendations")), ""]
+        if joined.ops.height:
+            out += ["**Device work by op** (each execution's NEFF profile)", "", frame_table(device_ops_frame(joined)), ""]
     return "\n".join(out)
 
 
@@ -67,7 +72,8 @@ def analysis(result: Analysis, view: OpView = OpView()) -> str:
     parts = [f"## ntrace analysis of `{result.root}`", ""]
     if len(result.summaries) > 1:
         parts += ["**Summary** (one row per trace)", "", frame_table(_summary_columns(summary_frame(result))), ""]
-    parts += [summary_markdown(p, n, view) for p, n in zip(result.summaries, variant_names(result.summaries, result.root))]
+    names = variant_names(result.summaries, result.root)
+    parts += [summary_markdown(s, n, view, result.device_join(s, session)) for (s, session), n in zip(result, names)]
     parts += _warnings(result.all_warnings)
     return "\n".join(parts)
 
@@ -115,3 +121,12 @@ def artifacts(sessions: Sequence[Session]) -> str:
         mine = files.filter(pl.col("session") == str(s.dir)).drop("session").with_columns(pl.col("file").str.split("/").list.last())
         parts += [f"### {s.dir}".translate(_ESCAPES), "", frame_table(mine), ""]
     return "\n".join(parts)
+
+
+def device(result: DeviceAnalysis) -> str:
+    """Device profiles as Markdown: one row per profile, then each profile's recommendations."""
+    parts = ["**Device profiles** (processed Neuron tables)", "", frame_table(device_frame(result).drop("recommendations")), ""]
+    for r in result.reports:
+        if r.recommendations.height:
+            parts += [f"**{r.path.name}**".translate(_ESCAPES), "", *(f"- `{a['rule']}`: {a['message']}: {a['evidence']}".translate(_ESCAPES) for a in r.recommendations.iter_rows(named=True)), ""]
+    return "\n".join([*parts, *_warnings(result.warnings)])

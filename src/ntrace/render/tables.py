@@ -7,13 +7,15 @@ from typing import Sequence
 
 import polars as pl
 
+from ntrace.analyses.device import ENGINES
 from ntrace.analyses.ops import OpView, op_table
 from ntrace.lanes import LANES
 from ntrace.neuron.artifacts import Session
 from ntrace.summary import Summary
-from ntrace.units import fmt_pct, fmt_time
+from ntrace.units import fmt_pct, fmt_time, rate
 from ntrace.workflows.analyze import Analysis
 from ntrace.workflows.compare import Comparison
+from ntrace.workflows.device import DeviceAnalysis, DeviceJoin
 from ntrace.workflows.diff import Diff
 
 _NS_TO_US = 1000.0
@@ -52,6 +54,8 @@ def cell(column: str, value: object) -> str:
         return f"{value:.2f}%"
     if (column == "share" or column.endswith("_share")) and isinstance(value, float):
         return fmt_pct(value)
+    if column.endswith("bandwidth") and isinstance(value, float):
+        return rate(value)
     if column == "speedup" and isinstance(value, float):
         return f"{value:.2f}x"
     if isinstance(value, bool):
@@ -144,10 +148,13 @@ def summary_frame(analysis: Analysis) -> pl.DataFrame:
 def compare_frame(comparison: Comparison) -> pl.DataFrame:
     """A variant comparison (ntrace.compare) for display: device time, compute, self CPU and calls of the ops that reached the device, hardware idle, median step, speed-up."""
     device, compute, self_cpu, idle, step = to_us("device", "compute", "self_cpu", "idle", "step")
-    return comparison.variants.select(
+    frame = comparison.variants.select(
         variant="name", device_time_us=device, compute_us=compute, self_cpu_us=self_cpu, op_calls="device_op_calls", idle_us=idle, step_us=step,
         speedup="speedup", backend="device_name", traces="traces", path="path",
     )
+    if comparison.variants["device_profiles"].sum():  # the device columns, when any variant has processed device profiles
+        frame = frame.with_columns(comparison.variants.select("device_profiles", "mfu_pct", *(f"{e}_active_pct" for e in ENGINES), "dma_bytes"))
+    return frame
 
 
 def compare_notes(comparison: Comparison) -> list[str]:
@@ -191,6 +198,12 @@ def artifact_files_frame(sessions: Sequence[Session]) -> pl.DataFrame:
                 s.neffs.select("path", kind=pl.lit("neff"), size="size", hash="hash", valid="valid", note="problem"),
                 s.ntffs.select("path", kind=pl.lit("ntff"), size="size", hash="hash", valid=pl.lit(None, pl.Boolean), note=pl.lit(None, pl.String)),
                 s.pbs.select("path", kind=pl.format("pb ({})", "kind"), size="size", hash=pl.lit(None, pl.String), valid=pl.lit(None, pl.Boolean), note=pl.lit(None, pl.String)),
+                pl.DataFrame({"path": [str(d) for d in s.device_profiles]}, schema={"path": pl.String}).select(
+                    "path", kind=pl.lit("device profile"), size=pl.lit(None, pl.Int64), hash=pl.lit(None, pl.String), valid=pl.lit(None, pl.Boolean), note=pl.lit(None, pl.String)
+                ),
+                pl.DataFrame({"path": [str(m) for m in s.mappings]}, schema={"path": pl.String}).select(
+                    "path", kind=pl.lit("framework mapping"), size=pl.lit(None, pl.Int64), hash=pl.lit(None, pl.String), valid=pl.lit(None, pl.Boolean), note=pl.lit(None, pl.String)
+                ),
             ],
             how="vertical_relaxed",
         )
@@ -200,3 +213,29 @@ def artifact_files_frame(sessions: Sequence[Session]) -> pl.DataFrame:
             .select(session=pl.lit(str(s.dir)), file="path", kind="kind", size="size", hash="hash", valid="valid", paired_with="paired_with", rule="rule", note=pl.coalesce("note", "reason"))
         )
     return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
+
+
+def device_frame(result: DeviceAnalysis) -> pl.DataFrame:
+    """One row per device profile: NEFF, executions, span, active % per engine (all cores), DMA bytes and bandwidth, HBM bytes, FLOPs, MFU, HFU, MBU, intensity, ratio, verdict."""
+    rows = []
+    for r in result.reports:
+        dma = r.dma.filter(pl.col("queue_type") == "all")
+        engines = {e["engine"]: e["active_pct"] for e in r.engines.filter(pl.col("core").is_null()).iter_rows(named=True)}
+        rows.append(
+            {
+                "profile": str(r.path), "neff": r.neff.get("file") or r.neff.get("name"), "executions": r.executions.height, "span_us": r.span_ns / _NS_TO_US,
+                **{f"{e}_active_pct": engines.get(e, 0.0) for e in ENGINES},
+                "dma_bytes": int(dma["bytes"].sum()), "dma_bandwidth": dma["bandwidth"][0] if dma.height else None,
+                "hbm_read_bytes": r.hbm["read"], "hbm_write_bytes": r.hbm["write"], "model_flops": r.flops["model"], "hardware_flops": r.flops["hardware"],
+                "mfu_pct": r.utilization["mfu_pct"], "hfu_pct": r.utilization["hfu_pct"], "mbu_pct": r.utilization["mbu_pct"],
+                "arithmetic_intensity": r.utilization["arithmetic_intensity"], "peak_ratio": r.utilization["peak_flops_bandwidth_ratio"], "bound": r.bound,
+                "recommendations": ", ".join(r.recommendations["rule"].to_list()),
+            }
+        )  # fmt: skip
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def device_ops_frame(joined: DeviceJoin) -> pl.DataFrame:
+    """A trace's device work per (op, NEFF), times as `*_us`."""
+    times = ["device_ns", *(f"{e}_ns" for e in ENGINES)]
+    return joined.ops.select((pl.col(c) / _NS_TO_US).round(3).alias(c.removesuffix("_ns") + "_us") if c in times else pl.col(c) for c in joined.ops.columns)

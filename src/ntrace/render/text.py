@@ -7,14 +7,16 @@ from typing import Any, Sequence
 
 import polars as pl
 
+from ntrace.analyses.device import ENGINES, OUTLIER_FACTOR, SMALL_DMA_BYTES, DeviceReport
 from ntrace.analyses.ops import OpView, op_table
 from ntrace.lanes import LANES
 from ntrace.neuron.artifacts import Session
 from ntrace.summary import Summary
-from ntrace.units import fmt_pct, fmt_time
+from ntrace.units import count, fmt_pct, fmt_time, plural, rate, size
 from ntrace.render.tables import compare_notes
 from ntrace.workflows.analyze import Analysis
 from ntrace.workflows.compare import Comparison
+from ntrace.workflows.device import DeviceAnalysis, DeviceJoin
 from ntrace.workflows.diff import Diff
 
 
@@ -125,7 +127,7 @@ def _steps_text(summary: Summary) -> list[str]:
     return out
 
 
-def summary_text(summary: Summary, session: Session | None, view: OpView = OpView()) -> str:
+def summary_text(summary: Summary, session: Session | None, view: OpView = OpView(), joined: DeviceJoin | None = None) -> str:
     """One trace's section: header, lanes, hardware tracks, dispatch gaps, steps, the op table in `view`, kernels, findings, its session's artifacts."""
     title = f"== {summary.variant}: {summary.path}" if summary.variant else f"== {summary.path}"
     out = [title, f"{summary.events} complete events over a {fmt_time(summary.window_ns)} window", ""]
@@ -160,6 +162,8 @@ def summary_text(summary: Summary, session: Session | None, view: OpView = OpVie
         out += ["", findings_text(summary)]
     if session and session.has_artifacts:
         out += ["", session_summary_text(session)]
+    if joined is not None and (device_text := device_join_text(joined, session)):
+        out += ["", device_text]
     return "\n".join(out)
 
 
@@ -170,7 +174,7 @@ def _warnings(warnings: Sequence[str]) -> list[str]:
 
 def analysis(result: Analysis, view: OpView = OpView()) -> str:
     """Every trace's section, then the sessions with no trace, then the warnings."""
-    parts = [summary_text(s, session, view) for s, session in result]
+    parts = [summary_text(s, session, view, result.device_join(s, session)) for s, session in result]
     parts += [f"{session_text(s)}\n(no framework trace in this session)" for s in result.artifacts]
     parts += _warnings(result.all_warnings)
     return "\n\n".join(parts) + "\n"
@@ -190,7 +194,20 @@ def compare(comparison: Comparison) -> str:
         for r in comparison.variants.iter_rows(named=True)
     ]  # fmt: skip
     headers = ["variant", "device time", "compute", "self CPU", "op calls", "idle", "median step", "speed-up", "device", "traces"]
-    parts = ["\n".join([table(headers, rows), *compare_notes(comparison)]), *_warnings(comparison.warnings)]
+    blocks = [table(headers, rows), *compare_notes(comparison)]
+    variants = comparison.variants
+    if variants["device_profiles"].sum():
+        blocks += ["", "Device profiles per variant (active % of the execution span, over all cores; MFU over all profiles)"]
+        blocks.append(
+            table(
+                ["variant", "profiles", "MFU", *ENGINES, "DMA"],
+                [
+                    [r["name"], str(r["device_profiles"]), _opt_pct(r["mfu_pct"]), *(_opt_pct(r[f"{e}_active_pct"]) for e in ENGINES), "-" if r["dma_bytes"] is None else size(r["dma_bytes"])]
+                    for r in variants.iter_rows(named=True)
+                ],
+            )
+        )
+    parts = ["\n".join(blocks), *_warnings(comparison.warnings)]
     return "\n\n".join(parts) + "\n"
 
 
@@ -261,7 +278,8 @@ def session_summary_text(session: Session) -> str:
     valid = int(neffs["valid"].sum()) if neffs.height else 0
     head = (
         f"Artifacts ({_title(session)}): {neffs.height} NEFF ({valid} valid), {ntffs.height} NTFF, {session.pbs.height} .pb, "
-        f"{session.pairs.height} pairs, {session.unpaired.height} unpaired"
+        f"{plural(session.pairs.height, 'pair')}, {session.unpaired.height} unpaired, {plural(len(session.device_profiles), 'processed device profile')}, "
+        f"{plural(len(session.mappings), 'framework mapping')}"
     )
     if not session.has_artifacts:
         return head
@@ -322,6 +340,12 @@ def session_text(session: Session) -> str:
     if session.unpaired.height:
         out += ["", "Unpaired"]
         out += [f"  {_rel(r['path'], session)}: {r['reason']}" for r in session.unpaired.iter_rows(named=True)]
+    if session.device_profiles:
+        out += ["", "Processed device profiles (Parquet tables; `ntrace device` reads them)"]
+        out += [f"  {_rel(str(d), session)}/" for d in session.device_profiles]
+    if session.mappings:
+        out += ["", "Framework mappings (framework op → runtime; format undocumented: listed, not read)"]
+        out += [f"  {_rel(str(m), session)}" for m in session.mappings]
     return "\n".join(out)
 
 
@@ -332,3 +356,167 @@ def _num(value: int | None) -> str:
 def artifacts(sessions: Sequence[Session]) -> str:
     """Every session's full section."""
     return "\n\n".join(session_text(s) for s in sessions) + "\n"
+
+
+def _engine_pct(report: DeviceReport, engine: str) -> str:
+    """An engine's active % over all cores of one profile."""
+    row = report.engines.filter((pl.col("engine") == engine) & pl.col("core").is_null())
+    return f"{row['active_pct'][0]:.2f}%" if row.height else "-"
+
+
+def _dma_bytes(report: DeviceReport) -> int:
+    """All DMA bytes of one profile."""
+    return int(report.dma.filter(pl.col("queue_type") == "all")["bytes"].sum())
+
+
+def _opt_pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}%"
+
+
+def _bound(report: DeviceReport) -> str:
+    """The verdict with both numbers it rests on."""
+    u = report.utilization
+    if report.bound is None:
+        return "not enough data for a verdict (no FLOPs, HBM bytes or peak ratio)"
+    sign = "<" if report.bound == "memory" else "≥"
+    return f"{report.bound}-bound: arithmetic intensity {u['arithmetic_intensity']:.1f} FLOP/B {sign} peak FLOPs / bandwidth {u['peak_flops_bandwidth_ratio']:.1f} FLOP/B"
+
+
+def device_report_text(report: DeviceReport) -> str:
+    """One device profile in full: NEFF, engines, top opcodes, DMA, HBM, FLOPs and utilisation, the verdict, collectives, throttling, framework ops, recommendations, the profile's own warnings."""
+    neff, meta, u = report.neff, report.metadata, report.utilization
+    out = [f"== {report.path} (profile schema {report.schema_version or 'unknown'})"]
+    out.append(
+        f"NEFF {neff.get('name') or '-'} (file {neff.get('file') or '-'}, hash {neff.get('hash') or '-'}); {plural(report.executions.height, 'execution')}, "
+        f"{fmt_time(report.span_ns)} in all; {meta.get('instance_type') or 'instance type not given'}, {meta.get('num_physical_cores') or '?'} physical cores"
+    )
+    out += ["", "Engines (instruction time: summed; active: union of the instruction intervals; % of the execution span)"]
+    if report.engines.is_empty():
+        out.append("  no engine activity could be read")
+    else:
+        out.append(
+        table(
+            ["engine", "core", "instructions", "instruction time", "active", "% active"],
+            [
+                [r["engine"], "all" if r["core"] is None else str(r["core"]), "-" if r["instructions"] is None else f"{r['instructions']:,}", fmt_time(r["instruction_ns"]), fmt_time(r["active_ns"]), f"{r['active_pct']:.2f}%"]
+                for r in report.engines.iter_rows(named=True)
+            ],
+            left=2,
+            )
+        )
+    if report.opcodes.height:
+        out += ["", "Top opcodes per engine (by instruction time, all cores)"]
+        out.append(
+            table(
+                ["engine", "opcode", "instructions", "instruction time", "active"],
+                [[r["engine"], r["opcode"], f"{r['instructions']:,}", fmt_time(r["instruction_ns"]), fmt_time(r["active_ns"])] for r in report.opcodes.iter_rows(named=True)],
+                left=2,
+            )
+        )
+    if report.dma.height:
+        out += ["", f"DMA (active: union of packet intervals; bandwidth: bytes over active time; small: packets < {SMALL_DMA_BYTES:,} bytes)"]
+        out.append(
+            table(
+                ["queue type", "packets", "bytes", "active", "bandwidth", "small packets"],
+                [
+                    [r["queue_type"], f"{r['packets']:,}", size(r["bytes"]), fmt_time(r["active_ns"]), rate(r["bandwidth"]), f"{r['small_packets']:,} ({r['small_packets'] / r['packets']:.0%})"]
+                    for r in report.dma.iter_rows(named=True)
+                ],
+            )
+        )
+    hbm, flops = report.hbm, report.flops
+    out += [
+        "",
+        "HBM: " + ", ".join(f"{k.replace('_', ' ')} {size(v) if v is not None else '-'}" for k, v in hbm.items()) + f"; MBU {_opt_pct(u['mbu_pct'])} of {rate(u['hbm_bandwidth'])}",
+        f"FLOPs: model {count(flops['model'])}, hardware {count(flops['hardware'])}, transpose {count(flops['transpose'])}; MFU {_opt_pct(u['mfu_pct'])}, HFU {_opt_pct(u['hfu_pct'])}"
+        f" (peak {rate(u['peak_flops'], 'FLOP/s')} per tensor engine)",
+        f"Verdict: {_bound(report)}",
+    ]
+    if report.collectives.height:
+        out += ["", f"Collectives (outliers: slower than {OUTLIER_FACTOR}× the group's median)"]
+        out.append(
+            table(
+                ["operation", "algorithm", "count", "time", "median", "max", "outliers", "algorithm bw", "bus bw", "trigger delay"],
+                [
+                    [r["operation"], r["algorithm"], str(r["count"]), fmt_time(r["time_ns"]), fmt_time(r["median_ns"]), fmt_time(r["max_ns"]), str(r["outliers"]),
+                     rate(r["algorithm_bandwidth"]), rate(r["bus_bandwidth"]), fmt_time(r["trigger_delay_ns"])]
+                    for r in report.collectives.iter_rows(named=True)
+                ],
+                left=2,
+            )
+        )  # fmt: skip
+    if report.throttle.height:
+        out += ["", "Throttling (utilisation still allowed: duration-weighted mean of k/n)"]
+        out.append(
+            table(
+                ["type", "events", "duration", "active", "% of span", "allowed"],
+                [[r["type"], str(r["events"]), fmt_time(r["duration_ns"]), fmt_time(r["active_ns"]), f"{r['active_pct']:.2f}%", f"{r['utilization']:.1%}"] for r in report.throttle.iter_rows(named=True)],
+            )
+        )
+    if report.framework.height:
+        out += ["", "By framework op (FrameworkInstruction; active time per engine)"]
+        out.append(
+            table(
+                ["framework op", "instructions", *ENGINES, "HBM", "FLOPs"],
+                [
+                    [_name(r["framework"] or "-"), f"{r['instructions']:,}", *(fmt_time(r[f"{e}_ns"]) for e in ENGINES), size(r["hbm_bytes"] or 0), count(r["hardware_flops"])]
+                    for r in report.framework.iter_rows(named=True)
+                ],
+            )
+        )
+    out += ["", "Recommendations"]
+    out += [f"  - [{r['rule']}] {r['message']}: {r['evidence']} (threshold: {r['threshold']})" for r in report.recommendations.iter_rows(named=True)] or ["  none"]
+    if report.profile_warnings:
+        out += ["", "The profile's own warnings (its Warning table)", *(f"  - {w}" for w in report.profile_warnings)]
+    return "\n".join(out)
+
+
+def device(result: DeviceAnalysis) -> str:
+    """Every device profile in full, then the warnings."""
+    parts = [device_report_text(r) for r in result.reports]
+    parts += _warnings(result.warnings)
+    return "\n\n".join(parts) + "\n"
+
+
+def device_join_text(joined: DeviceJoin, session: Session | None) -> str:
+    """A trace's device section: one line per profile of its session, the device work per op through each execution's profile, NEFFs per step, and the recommendations."""
+    out = []
+    if joined.reports:
+        out += [f"Device profiles ({len(joined.reports)}: processed Neuron tables of this session; `ntrace device {session.dir if session else '.'}` for each in full)"]
+        out.append(
+            table(
+                ["NEFF", "runs", "span", *ENGINES, "DMA", "MFU", "MBU", "bound"],
+                [
+                    [r.path.name, str(r.executions.height), fmt_time(r.span_ns), *(_engine_pct(r, e) for e in ENGINES), size(_dma_bytes(r)),
+                     _opt_pct(r.utilization["mfu_pct"]), _opt_pct(r.utilization["mbu_pct"]), r.bound or "-"]
+                    for r in joined.reports
+                ],
+            )
+        )  # fmt: skip
+    if joined.ops.height:
+        out += ["", "Device work by op (each execution's NEFF profile: active time per engine)"]
+        out.append(
+            table(
+                ["op", "NEFF", "runs", "device time", *ENGINES, "FLOPs", "HBM"],
+                [
+                    [_name(r["op"]), r["neff"], str(r["executions"]), fmt_time(r["device_ns"]), *(fmt_time(r[f"{e}_ns"]) for e in ENGINES), count(r["hardware_flops"]), size(r["hbm_bytes"] or 0)]
+                    for r in joined.ops.iter_rows(named=True)
+                ],
+                left=2,
+            )
+        )
+    if joined.fragmentation.height:
+        out += ["", "NEFFs per step (host dispatch per execution: its runtime call; device per execution: the execution)"]
+        out.append(
+            table(
+                ["step", "NEFFs", "executions", "dispatch / execution", "device / execution"],
+                [
+                    ["outside steps" if r["step"] is None else str(r["step"]), str(r["neffs"]), str(r["executions"]), fmt_time(r["dispatch_ns"]), fmt_time(r["device_ns"])]
+                    for r in joined.fragmentation.iter_rows(named=True)
+                ],
+            )
+        )
+    advice = [f"  - {r.path.name}: [{a['rule']}] {a['message']}: {a['evidence']}" for r in joined.reports for a in r.recommendations.iter_rows(named=True)]
+    if advice:
+        out += ["", "Device recommendations", *advice]
+    return "\n".join(out)

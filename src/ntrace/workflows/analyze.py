@@ -8,10 +8,11 @@ analyzed again: its summary is read and its events are never decoded.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator, Mapping
 
+from ntrace.analyses.device import DeviceReport
 from ntrace.errors import InputError, NtraceError
 from ntrace.io import read_trace
 from ntrace.io.cache import is_cache, read_cache_summary
@@ -20,6 +21,7 @@ from ntrace.io.kineto import in_worker
 from ntrace.neuron.artifacts import Session, artifact_warnings, find_sessions, session_dir
 from ntrace.profile import Profile
 from ntrace.summary import Summary
+from ntrace.workflows.device import DeviceJoin, join, session_reports
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class Analysis:
     entries: tuple[tuple[Summary, Session | None], ...] = ()
     warnings: tuple[str, ...] = ()
     artifacts: tuple[Session, ...] = ()  # sessions holding NEFF/NTFF/.pb files but no framework trace
+    devices: Mapping[Path, tuple[DeviceReport, ...]] = field(default_factory=dict)  # processed device profiles, by session directory
 
     @property
     def summaries(self) -> tuple[Summary, ...]:
@@ -38,11 +41,27 @@ class Analysis:
 
     @property
     def all_warnings(self) -> list[str]:
-        """Run-level warnings followed by each trace's own."""
-        return [*self.warnings, *(w for s in self.summaries for w in s.warnings)]
+        """Run-level warnings, each trace's own, then the device profiles'."""
+        return [*self.warnings, *(w for s in self.summaries for w in s.warnings), *self.device_warnings]
 
     def __iter__(self) -> Iterator[tuple[Summary, Session | None]]:
         return iter(self.entries)
+
+    def device_join(self, summary: Summary, session: Session | None) -> DeviceJoin | None:
+        """The trace's session's device profiles joined to it; None when the session has none and the trace names no NEFF."""
+        reports = self.devices.get(session.dir, ()) if session else ()
+        if not reports and summary.neff_executions.is_empty():
+            return None
+        return join(summary, session, reports)
+
+    @property
+    def device_warnings(self) -> list[str]:
+        """What reading the device profiles, and pairing them with the traces, had to warn about."""
+        out = [w for reports in self.devices.values() for r in reports for w in r.warnings]
+        for summary, session in self.entries:
+            if (joined := self.device_join(summary, session)) is not None:
+                out += joined.warnings
+        return out
 
 
 def load(path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] | None = None, max_events: int | None = None, recompute: bool = False) -> Profile:
@@ -105,13 +124,13 @@ def analyze(
     if not traces:
         sessions = find_sessions(root, [] if root.is_dir() else None)
         if bare := [s for s in sessions if s.has_artifacts]:
-            return Analysis(root, warnings=tuple(notes + artifact_warnings(bare)), artifacts=tuple(bare))
+            return Analysis(root, warnings=tuple(notes + artifact_warnings(bare)), artifacts=tuple(bare), devices=session_reports(bare))
         why = f" ({'; '.join(notes)})" if notes else ""
         raise InputError(root, f"holds no framework trace (*.json, *.json.gz with traceEvents){why}")
     if not root.is_dir():
         summary = summarize(root, fast, lanes, max_events, recompute, timeline)
         sessions = find_sessions(root, None)
-        return Analysis(root, ((summary, sessions[0]),), warnings=tuple(artifact_warnings(sessions)))
+        return Analysis(root, ((summary, sessions[0]),), warnings=tuple(artifact_warnings(sessions)), devices=session_reports(sessions))
     n = len(traces)
     results: list[Summary | NtraceError]
     if jobs > 1 and n > 1:
@@ -136,5 +155,5 @@ def analyze(
     warnings += artifact_warnings(sessions)
     if not entries and not artifacts:
         raise InputError(root, f"none of its {len(traces)} trace files could be analyzed (first: {warnings[0].removeprefix('skipped ')})")
-    return Analysis(root, tuple(entries), tuple(warnings), artifacts)
+    return Analysis(root, tuple(entries), tuple(warnings), artifacts, session_reports(sessions))
 

@@ -19,13 +19,17 @@ from typing import Any, Sequence
 
 import polars as pl
 
+from ntrace.analyses.device import ENGINES, DeviceReport
+from ntrace.analyses.neffs import variant_device
 from ntrace.analyses.ops import UNLINKED, op_table
 from ntrace.analyses.stats import nearest_rank
 from ntrace.errors import InputError
 from ntrace.io.discover import find_traces
 from ntrace.io.manifest import variant_name
+from ntrace.neuron.device.layout import find_profiles
 from ntrace.summary import Summary
 from ntrace.workflows.analyze import summarize
+from ntrace.workflows.device import report
 
 COMPARE_SCHEMA = pl.Schema(
     {
@@ -39,6 +43,10 @@ COMPARE_SCHEMA = pl.Schema(
         "device_op_calls": pl.Int64(),
         "idle": pl.Int64(),
         "step": pl.Int64(),
+        "device_profiles": pl.Int64(),
+        "mfu_pct": pl.Float64(),
+        **{f"{engine}_active_pct": pl.Float64() for engine in ENGINES},
+        "dma_bytes": pl.Int64(),
         "speedup": pl.Float64(),
     }
 )
@@ -83,22 +91,23 @@ def device_ops(summary: Summary) -> pl.DataFrame:
     return table.filter(~wrapper & (pl.col("self_device") > 0))
 
 
-def variant_row(name: str, path: Path, summaries: Sequence[Summary]) -> dict[str, Any]:
-    """One variant's numbers (ns) summed over its traces' summaries."""
+def variant_row(name: str, path: Path, summaries: Sequence[Summary], devices: Sequence[DeviceReport] = ()) -> dict[str, Any]:
+    """One variant's numbers (ns) summed over its traces' summaries, and over its processed device profiles (None without any)."""
     reached = [device_ops(s) for s in summaries]
     steps = pl.concat([s.steps["dur"] for s in summaries]) if summaries else pl.Series(dtype=pl.Int64)
-    devices = sorted({s.device for s in summaries} - {"none"})
+    backends = sorted({s.device for s in summaries} - {"none"})
     return {
         "name": name,
         "path": str(path),
         "traces": len(summaries),
-        "device_name": "/".join(devices) or "none",
+        "device_name": "/".join(backends) or "none",
         "device": sum(s.device_ns for s in summaries),
         "compute": sum(int(s.lanes.filter(pl.col("lane") == "hardware")["total"].sum()) for s in summaries),
         "self_cpu": sum(int(r["self_cpu"].sum()) for r in reached),
         "device_op_calls": sum(int(r["calls"].sum()) for r in reached),
         "idle": sum(int(s.idle_gaps.sum()) for s in summaries),
         "step": nearest_rank(steps, 50),
+        **variant_device(devices),
     }
 
 
@@ -150,13 +159,13 @@ def compare(paths: Sequence[str | Path], baseline: str | None = None) -> Compari
     the first variant, or the one whose name (or path) is `baseline`.
     """
     variants = find_variants(paths)
-    groups = [(variant_name(path), path, [summarize(t) for t in traces]) for path, traces in variants]
+    groups = [(variant_name(path), path, [summarize(t) for t in traces], [report(d) for d in find_profiles(path)]) for path, traces in variants]
     return compare_groups(groups, baseline, slowest_first=len(paths) == 1 and len(groups) > 1)
 
 
-def compare_groups(groups: Sequence[tuple[str, Path, Sequence[Summary]]], baseline: str | None = None, slowest_first: bool = False) -> Comparison:
-    """The comparison of variants given as (name, path, summaries of its traces), in that order or slowest first; the baseline is the first row or the one named `baseline`."""
-    rows = [variant_row(name, path, summaries) for name, path, summaries in groups]
+def compare_groups(groups: Sequence[tuple[str, Path, Sequence[Summary], Sequence[DeviceReport]]], baseline: str | None = None, slowest_first: bool = False) -> Comparison:
+    """The comparison of variants given as (name, path, summaries of its traces, its device profiles), in that order or slowest first; the baseline is the first row or the one named `baseline`."""
+    rows = [variant_row(name, path, summaries, devices) for name, path, summaries, devices in groups]
     basis = "device" if any(r["device"] > 0 for r in rows) else "step"
     if slowest_first:
         rows.sort(key=lambda r: (-r[basis], r["name"]))
@@ -169,8 +178,8 @@ def compare_groups(groups: Sequence[tuple[str, Path, Sequence[Summary]]], baseli
     if pick.is_empty():
         raise InputError(baseline, f"is not one of the variants ({', '.join(frame['name'].to_list())})")
     base = int(pick[basis][0])
-    warnings = [w for _, _, summaries in groups for s in summaries for w in s.warnings]
-    warnings += comparability([(name, summaries) for name, _, summaries in groups])
+    warnings = [w for _, _, summaries, devices in groups for w in (*(x for s in summaries for x in s.warnings), *(x for d in devices for x in d.warnings))]
+    warnings += comparability([(name, summaries) for name, _, summaries, _ in groups])
     if basis == "step":
         warnings.append("no trace holds device activity: the speed-up compares the median profiler step (CPU time), not device time")
     speedup = pl.when((pl.col(basis) > 0) & pl.lit(base > 0)).then(pl.lit(float(base)) / pl.col(basis)).otherwise(None)
