@@ -382,47 +382,48 @@ def _bound(report: DeviceReport) -> str:
     return f"{report.bound}-bound: arithmetic intensity {u['arithmetic_intensity']:.1f} FLOP/B {sign} peak FLOPs / bandwidth {u['peak_flops_bandwidth_ratio']:.1f} FLOP/B"
 
 
+def _section(title: str, headers: list[str], rows: list[list[str]], left: int = 1) -> list[str]:
+    """A blank line, a title and its table: how every section of the device reports is laid out."""
+    return ["", title, table(headers, rows, left=left)]
+
+
 def device_report_text(report: DeviceReport) -> str:
     """One device profile in full: NEFF, engines, top opcodes, DMA, HBM, FLOPs and utilisation, the verdict, collectives, throttling, framework ops, recommendations, the profile's own warnings."""
     neff, meta, u = report.neff, report.metadata, report.utilization
-    out = [f"== {report.path} (profile schema {report.schema_version or 'unknown'})"]
-    out.append(
+    out = [
+        f"== {report.path} (profile schema {report.schema_version or 'unknown'})",
         f"NEFF {neff.get('name') or '-'} (file {neff.get('file') or '-'}, hash {neff.get('hash') or '-'}); {plural(report.executions.height, 'execution')}, "
-        f"{fmt_time(report.span_ns)} in all; {meta.get('instance_type') or 'instance type not given'}, {meta.get('num_physical_cores') or '?'} physical cores"
-    )
-    out += ["", "Engines (instruction time: summed; active: union of the instruction intervals; % of the execution span)"]
+        f"{fmt_time(report.span_ns)} in all; {meta.get('instance_type') or 'instance type not given'}, {meta.get('num_physical_cores') or '?'} physical cores",
+    ]
+    engines_title = "Engines (instruction time: summed; active: union of the instruction intervals; % of the execution span)"
     if report.engines.is_empty():
-        out.append("  no engine activity could be read")
+        out += ["", engines_title, "  no engine activity could be read"]
     else:
-        out.append(
-        table(
+        out += _section(
+            engines_title,
             ["engine", "core", "instructions", "instruction time", "active", "% active"],
             [
-                [r["engine"], "all" if r["core"] is None else str(r["core"]), "-" if r["instructions"] is None else f"{r['instructions']:,}", fmt_time(r["instruction_ns"]), fmt_time(r["active_ns"]), f"{r['active_pct']:.2f}%"]
+                [r["engine"], "all" if r["core"] is None else str(r["core"]), "-" if r["instructions"] is None else f"{r['instructions']:,}",
+                 fmt_time(r["instruction_ns"]), fmt_time(r["active_ns"]), f"{r['active_pct']:.2f}%"]
                 for r in report.engines.iter_rows(named=True)
             ],
             left=2,
-            )
-        )
+        )  # fmt: skip
     if report.opcodes.height:
-        out += ["", "Top opcodes per engine (by instruction time, all cores)"]
-        out.append(
-            table(
-                ["engine", "opcode", "instructions", "instruction time", "active"],
-                [[r["engine"], r["opcode"], f"{r['instructions']:,}", fmt_time(r["instruction_ns"]), fmt_time(r["active_ns"])] for r in report.opcodes.iter_rows(named=True)],
-                left=2,
-            )
+        out += _section(
+            "Top opcodes per engine (by instruction time, all cores)",
+            ["engine", "opcode", "instructions", "instruction time", "active"],
+            [[r["engine"], r["opcode"], f"{r['instructions']:,}", fmt_time(r["instruction_ns"]), fmt_time(r["active_ns"])] for r in report.opcodes.iter_rows(named=True)],
+            left=2,
         )
     if report.dma.height:
-        out += ["", f"DMA (active: union of packet intervals; bandwidth: bytes over active time; small: packets < {SMALL_DMA_BYTES:,} bytes)"]
-        out.append(
-            table(
-                ["queue type", "packets", "bytes", "active", "bandwidth", "small packets"],
-                [
-                    [r["queue_type"], f"{r['packets']:,}", size(r["bytes"]), fmt_time(r["active_ns"]), rate(r["bandwidth"]), f"{r['small_packets']:,} ({r['small_packets'] / r['packets']:.0%})"]
-                    for r in report.dma.iter_rows(named=True)
-                ],
-            )
+        out += _section(
+            f"DMA (active: union of packet intervals; bandwidth: bytes over active time; small: packets < {SMALL_DMA_BYTES:,} bytes)",
+            ["queue type", "packets", "bytes", "active", "bandwidth", "small packets"],
+            [
+                [r["queue_type"], f"{r['packets']:,}", size(r["bytes"]), fmt_time(r["active_ns"]), rate(r["bandwidth"]), f"{r['small_packets']:,} ({r['small_packets'] / r['packets']:.0%})"]
+                for r in report.dma.iter_rows(named=True)
+            ],
         )
     hbm, flops = report.hbm, report.flops
     out += [
@@ -433,36 +434,30 @@ def device_report_text(report: DeviceReport) -> str:
         f"Verdict: {_bound(report)}",
     ]
     if report.collectives.height:
-        out += ["", f"Collectives (outliers: slower than {OUTLIER_FACTOR}× the group's median)"]
-        out.append(
-            table(
-                ["operation", "algorithm", "count", "time", "median", "max", "outliers", "algorithm bw", "bus bw", "trigger delay"],
-                [
-                    [r["operation"], r["algorithm"], str(r["count"]), fmt_time(r["time_ns"]), fmt_time(r["median_ns"]), fmt_time(r["max_ns"]), str(r["outliers"]),
-                     rate(r["algorithm_bandwidth"]), rate(r["bus_bandwidth"]), fmt_time(r["trigger_delay_ns"])]
-                    for r in report.collectives.iter_rows(named=True)
-                ],
-                left=2,
-            )
+        out += _section(
+            f"Collectives (outliers: slower than {OUTLIER_FACTOR}× the group's median)",
+            ["operation", "algorithm", "count", "time", "median", "max", "outliers", "algorithm bw", "bus bw", "trigger delay"],
+            [
+                [r["operation"], r["algorithm"], str(r["count"]), fmt_time(r["time_ns"]), fmt_time(r["median_ns"]), fmt_time(r["max_ns"]), str(r["outliers"]),
+                 rate(r["algorithm_bandwidth"]), rate(r["bus_bandwidth"]), fmt_time(r["trigger_delay_ns"])]
+                for r in report.collectives.iter_rows(named=True)
+            ],
+            left=2,
         )  # fmt: skip
     if report.throttle.height:
-        out += ["", "Throttling (utilisation still allowed: duration-weighted mean of k/n)"]
-        out.append(
-            table(
-                ["type", "events", "duration", "active", "% of span", "allowed"],
-                [[r["type"], str(r["events"]), fmt_time(r["duration_ns"]), fmt_time(r["active_ns"]), f"{r['active_pct']:.2f}%", f"{r['utilization']:.1%}"] for r in report.throttle.iter_rows(named=True)],
-            )
+        out += _section(
+            "Throttling (utilisation still allowed: duration-weighted mean of k/n)",
+            ["type", "events", "duration", "active", "% of span", "allowed"],
+            [[r["type"], str(r["events"]), fmt_time(r["duration_ns"]), fmt_time(r["active_ns"]), f"{r['active_pct']:.2f}%", f"{r['utilization']:.1%}"] for r in report.throttle.iter_rows(named=True)],
         )
     if report.framework.height:
-        out += ["", "By framework op (FrameworkInstruction; active time per engine)"]
-        out.append(
-            table(
-                ["framework op", "instructions", *ENGINES, "HBM", "FLOPs"],
-                [
-                    [_name(r["framework"] or "-"), f"{r['instructions']:,}", *(fmt_time(r[f"{e}_ns"]) for e in ENGINES), size(r["hbm_bytes"] or 0), count(r["hardware_flops"])]
-                    for r in report.framework.iter_rows(named=True)
-                ],
-            )
+        out += _section(
+            "By framework op (FrameworkInstruction; active time per engine)",
+            ["framework op", "instructions", *ENGINES, "HBM", "FLOPs"],
+            [
+                [_name(r["framework"] or "-"), f"{r['instructions']:,}", *(fmt_time(r[f"{e}_ns"]) for e in ENGINES), size(r["hbm_bytes"] or 0), count(r["hardware_flops"])]
+                for r in report.framework.iter_rows(named=True)
+            ],
         )
     out += ["", "Recommendations"]
     out += [f"  - [{r['rule']}] {r['message']}: {r['evidence']} (threshold: {r['threshold']})" for r in report.recommendations.iter_rows(named=True)] or ["  none"]
@@ -480,43 +475,37 @@ def device(result: DeviceAnalysis) -> str:
 
 def device_join_text(joined: DeviceJoin, session: Session | None) -> str:
     """A trace's device section: one line per profile of its session, the device work per op through each execution's profile, NEFFs per step, and the recommendations."""
-    out = []
+    out: list[str] = []
     if joined.reports:
-        out += [f"Device profiles ({len(joined.reports)}: processed Neuron tables of this session; `ntrace device {session.dir if session else '.'}` for each in full)"]
-        out.append(
-            table(
-                ["NEFF", "runs", "span", *ENGINES, "DMA", "MFU", "MBU", "bound"],
-                [
-                    [r.path.name, str(r.executions.height), fmt_time(r.span_ns), *(_engine_pct(r, e) for e in ENGINES), size(_dma_bytes(r)),
-                     _opt_pct(r.utilization["mfu_pct"]), _opt_pct(r.utilization["mbu_pct"]), r.bound or "-"]
-                    for r in joined.reports
-                ],
-            )
+        out += _section(
+            f"Device profiles ({len(joined.reports)}: processed Neuron tables of this session; `ntrace device {session.dir if session else '.'}` for each in full)",
+            ["NEFF", "runs", "span", *ENGINES, "DMA", "MFU", "MBU", "bound"],
+            [
+                [r.path.name, str(r.executions.height), fmt_time(r.span_ns), *(_engine_pct(r, e) for e in ENGINES), size(_dma_bytes(r)),
+                 _opt_pct(r.utilization["mfu_pct"]), _opt_pct(r.utilization["mbu_pct"]), r.bound or "-"]
+                for r in joined.reports
+            ],
         )  # fmt: skip
     if joined.ops.height:
-        out += ["", "Device work by op (each execution's NEFF profile: active time per engine)"]
-        out.append(
-            table(
-                ["op", "NEFF", "runs", "device time", *ENGINES, "FLOPs", "HBM"],
-                [
-                    [_name(r["op"]), r["neff"], str(r["executions"]), fmt_time(r["device_ns"]), *(fmt_time(r[f"{e}_ns"]) for e in ENGINES), count(r["hardware_flops"]), size(r["hbm_bytes"] or 0)]
-                    for r in joined.ops.iter_rows(named=True)
-                ],
-                left=2,
-            )
+        out += _section(
+            "Device work by op (each execution's NEFF profile: active time per engine)",
+            ["op", "NEFF", "runs", "device time", *ENGINES, "FLOPs", "HBM"],
+            [
+                [_name(r["op"]), r["neff"], str(r["executions"]), fmt_time(r["device_ns"]), *(fmt_time(r[f"{e}_ns"]) for e in ENGINES), count(r["hardware_flops"]), size(r["hbm_bytes"] or 0)]
+                for r in joined.ops.iter_rows(named=True)
+            ],
+            left=2,
         )
     if joined.fragmentation.height:
-        out += ["", "NEFFs per step (host dispatch per execution: its runtime call; device per execution: the execution)"]
-        out.append(
-            table(
-                ["step", "NEFFs", "executions", "dispatch / execution", "device / execution"],
-                [
-                    ["outside steps" if r["step"] is None else str(r["step"]), str(r["neffs"]), str(r["executions"]), fmt_time(r["dispatch_ns"]), fmt_time(r["device_ns"])]
-                    for r in joined.fragmentation.iter_rows(named=True)
-                ],
-            )
+        out += _section(
+            "NEFFs per step (host dispatch per execution: its runtime call; device per execution: the execution)",
+            ["step", "NEFFs", "executions", "dispatch / execution", "device / execution"],
+            [
+                ["outside steps" if r["step"] is None else str(r["step"]), str(r["neffs"]), str(r["executions"]), fmt_time(r["dispatch_ns"]), fmt_time(r["device_ns"])]
+                for r in joined.fragmentation.iter_rows(named=True)
+            ],
         )
     advice = [f"  - {r.path.name}: [{a['rule']}] {a['message']}: {a['evidence']}" for r in joined.reports for a in r.recommendations.iter_rows(named=True)]
     if advice:
         out += ["", "Device recommendations", *advice]
-    return "\n".join(out)
+    return "\n".join(out).lstrip("\n")
