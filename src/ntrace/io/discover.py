@@ -13,6 +13,9 @@ from ntrace.io.files import regular_file_error
 #: which covers trace.json, *.pt.trace.json and neuron_framework_trace_rank_<N>.json.
 TRACE_NAME = re.compile(r"trace.*\.json$")
 _SUFFIXES = (".json", ".json.gz")
+#: A session's processed device profiles (`neuron-explorer view` output, one directory of `<Table>.parquet` per NEFF/NTFF pair):
+#: device tables, not system-profile traces, so discovery does not descend into them.
+DEVICE_PROFILES = "device_profiles"
 _SNIFF = 4096
 
 
@@ -44,7 +47,8 @@ def find_traces(root: str | Path, warnings: list[str] | None = None) -> list[Pat
     """Every framework trace at or under `root`, sorted; a file given directly is returned as is.
 
     Symbolic links to directories are not followed (no loops); files that are not regular (pipes,
-    sockets, devices) and directories that cannot be listed are skipped, each noted in `warnings`.
+    sockets, devices) and directories that cannot be listed are skipped, each noted in `warnings`;
+    `device_profiles/` directories (processed device profiles, not traces) are not searched.
     """
     root = Path(root)
     notes = warnings if warnings is not None else []
@@ -58,7 +62,7 @@ def find_traces(root: str | Path, warnings: list[str] | None = None) -> list[Pat
         notes.append(f"skipped {exc.filename}: cannot be listed ({exc.strerror or exc})")
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=unlistable, followlinks=False):
-        dirnames.sort()
+        dirnames[:] = sorted(d for d in dirnames if d != DEVICE_PROFILES)
         for name in sorted(filenames):
             path = Path(dirpath) / name
             if not name.endswith((".parquet", *_SUFFIXES)):
