@@ -180,8 +180,10 @@ def _ints(text: str, what: str, count: int | None = None) -> tuple[int, ...]:
 @click.option("--schedule", "sched", default="2,1,1", show_default=True, help="Profiler schedule wait,warmup,active (run once).")
 @click.option("--cores", default="0", show_default=True, help="Neuron: NeuronCores to trace (capture_enabled_for_nc, e.g. 0,1,2-5); the work runs on the default neuron device.")
 @click.option("--force", is_flag=True, help="Write into a non-empty directory, overwriting only the files capture writes.")
+@click.option("--no-device-profiles", "no_device_profiles", is_flag=True, help="Neuron: do not run neuron-explorer on the NEFF/NTFF pairs (nor print the commands to).")
+@click.option("--device-profile-timeout", "explorer_timeout", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True, help="Neuron: seconds one neuron-explorer view may run before it is killed.")
 @_fail_cleanly
-def capture(out: Path, device: str, variants: str, shape: str, dtype: str, sched: str, cores: str, force: bool) -> None:
+def capture(out: Path, device: str, variants: str, shape: str, dtype: str, sched: str, cores: str, force: bool, no_device_profiles: bool, explorer_timeout: float) -> None:
     """Profile the three RMSNorm variants (naive ops, torch.rms_norm, torch.compile) of the seed study."""
     from ntrace.capture.backends import ProfileSchedule
     from ntrace.capture.rmsnorm import capture_study
@@ -195,6 +197,8 @@ def capture(out: Path, device: str, variants: str, shape: str, dtype: str, sched
         schedule=ProfileSchedule(*_ints(sched, "--schedule", 3)),
         cores=cores,
         force=force,
+        device_profiles=not no_device_profiles,
+        explorer_timeout=explorer_timeout,
         progress=lambda line: click.echo(line, err=True),
     )
     for row in frame.iter_rows(named=True):

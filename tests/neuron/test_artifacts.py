@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from helpers import REPO
 from ntrace import analyze
+from ntrace.io.discover import find_traces
 from ntrace.neuron.artifacts import find_sessions, session_dir, session_fields
 from ntrace.cli import main
 from ntrace.render import json as json_renderer
@@ -179,6 +180,11 @@ def test_analyze_rmsnorm_three_sessions_each_neff_paired() -> None:
         assert art["unpaired"] == []
         assert Path(prof["trace"]).parent.name == art["session"]["timestamp"]
     assert sorted(len(p["artifacts"]["neff"]) for p in doc["profiles"]) == [1, 1, 6]
+
+
+def test_processed_device_profiles_are_not_traces(tmp_path: Path) -> None:
+    _touch(tmp_path, "s/trace.json", "s/system.parquet", "s/device_profiles/neff_1_vnc_0/Metadata.parquet", "s/device_profiles/neff_1_vnc_0/Summary.parquet")
+    assert find_traces(tmp_path) == [tmp_path / "s" / "system.parquet", tmp_path / "s" / "trace.json"]  # an Explorer system-profile export still is one
 
 
 def test_analyze_artifacts_only_directory_does_not_error(tmp_path: Path) -> None:

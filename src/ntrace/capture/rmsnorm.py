@@ -1,7 +1,8 @@
 """The RMSNorm study of the seed documents: naive ops, torch.rms_norm and naive + torch.compile, each profiled with the same input, weights, schedule and settings.
 
 Every variant gets its own directory holding the trace, `capture.json` and `key_averages.json`
-(ntrace.capture.manifest).
+(ntrace.capture.manifest). On Neuron, each session's NEFF/NTFF pairs are then processed into
+device profiles with neuron-explorer when it is installed (ntrace.capture.explorer).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Callable
 import polars as pl
 
 from ntrace.capture.backends import Backend, ProfileSchedule, make_backend, resolve_device, torch_module
+from ntrace.capture.explorer import ENV_VAR, TIMEOUT_S, TOOL, explorer_version, find_explorer, process_session
 from ntrace.capture.manifest import KEY_AVERAGES_FILE, KEY_AVERAGES_SCHEMA, key_averages, write_json
 from ntrace.errors import CaptureError
 from ntrace.io.manifest import CAPTURE_FILE, CAPTURE_SCHEMA
@@ -64,6 +66,37 @@ def _traces_in(out: Path) -> list[str]:
     return [str(p.relative_to(out)) for p in find_traces(out)]
 
 
+def _device_profiles(vdir: Path, variant: str, tool: str | None, version: str | None, timeout: float, progress: Progress) -> dict[str, Any]:
+    """Process every NEFF/NTFF pair under a Neuron variant directory (or say how to); the `device_profiles` entry of capture.json.
+
+    Paths in the entry are relative to the variant directory, so the capture can be moved; profiles already there are kept.
+    """
+    from ntrace.neuron.artifacts import find_sessions
+
+    rows = []
+    for session in find_sessions(vdir):
+        rows += process_session(session, tool, timeout=timeout, progress=lambda line: progress(f"{variant}: {line}"))
+    if not rows:
+        progress(f"{variant}: no NEFF/NTFF pair under {vdir}, so no device profile to process "
+                 "(torch_neuronx copies NEFFs into the profile directory only when neff_cache_dir or TORCH_NEURONX_NEFF_CACHE_DIR is set)")
+    for row in rows:
+        if row["status"] == "written":
+            progress(f"{variant}: device profile {row['dir']}")
+        elif row["status"] == "kept":
+            progress(f"{variant}: device profile {row['dir']} exists; kept")
+        elif row["status"] == "failed":
+            progress(f"warning: {row['problem']}")
+        else:  # "not run": the line names the command that would do it
+            progress(str(row["problem"]))
+    base = vdir.absolute()
+    profiles = [
+        {"neff": str(Path(r["neff"]).relative_to(base)), "ntff": str(Path(r["ntff"]).relative_to(base)), "dir": str(Path(r["dir"]).relative_to(base)),
+         "ok": r["ok"], "status": r["status"], "problem": r["problem"]}
+        for r in rows
+    ]
+    return {"tool": tool, "version": version, "profiles": profiles}
+
+
 def _check_options(variants: tuple[str, ...], shape: tuple[int, ...], schedule: ProfileSchedule) -> None:
     """Reject options that cannot describe a capture, before anything is imported or written."""
     unknown = [v for v in variants if v not in VARIANTS]
@@ -108,11 +141,15 @@ def capture_study(
     schedule: ProfileSchedule = ProfileSchedule(),
     cores: str = "0",
     force: bool = False,
+    device_profiles: bool = True,
+    explorer_timeout: float = TIMEOUT_S,
     backend: Backend | None = None,
     progress: Progress = lambda line: None,
 ) -> pl.DataFrame:
     """Capture each variant into `out/<variant>/`; one row per variant: variant, dir, traces, correlate_device_time, seconds.
 
+    On Neuron with `device_profiles`, each session's NEFF/NTFF pairs then go through neuron-explorer
+    (at most `explorer_timeout` s per pair), or the commands to do so are printed when it is absent.
     `backend` replaces the one `device` selects (tests inject a Neuron backend whose tensors stay on the CPU).
     """
     out = Path(out)
@@ -123,6 +160,12 @@ def capture_study(
         raise CaptureError(None, f"--dtype {dtype}: not a torch dtype (e.g. bfloat16, float32)")
     if backend is None:
         backend = make_backend(resolve_device(device), schedule, cores)
+    process = backend.device == "neuron" and device_profiles
+    tool = find_explorer() if process else None
+    version = explorer_version(tool) if tool is not None else None
+    if process:
+        found = f"{tool} ({version or '--version said nothing'})" if tool is not None else f"not found on PATH (nor ${ENV_VAR})"
+        progress(f"{TOOL}: {found}")
     prepare_output(out, force)
 
     generator = torch.Generator().manual_seed(SEED)
@@ -150,6 +193,8 @@ def capture_study(
             "start_time": started,
             "correlate_device_time": correlated,
         }
+        if process:
+            info["device_profiles"] = _device_profiles(vdir, variant, tool, version, explorer_timeout, progress)
         write_json(vdir / CAPTURE_FILE, info)
         traces = _traces_in(vdir)
         if len(traces) > 1:

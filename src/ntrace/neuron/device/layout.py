@@ -28,6 +28,9 @@ DEVICE_TABLES = frozenset(
 #: System-profile tables other than the events (samples and metadata): no framework trace, no device profile.
 SYSTEM_SIDE_TABLES = frozenset({"CpuUsage", "HostMemUsage", "SystemProfileMetadata", "SystemProfileHbmUsage"})
 
+#: The directory beside a session's files where processed profiles go, one `<neff stem>/` each (the fixtures' layout, and ntrace capture's).
+DEVICE_PROFILES = "device_profiles"
+
 _FILE = re.compile(r"^(?P<table>[A-Za-z]+)(?:_(?P<part>\d+))?\.parquet$")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,9 @@ from torch_neuronx import CALLS
 
 #: capture_enabled_for_nc takes a core list such as "0,1,2-5" (formats.md §1).
 _CORES = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+
+#: A fixture session (fixtures/README.md) whose NEFF and session-mode NTFF the exporter copies in DEVICE mode.
+_DEVICE_FILES = Path(__file__).resolve().parents[4] / "fixtures" / "rmsnorm" / "fused" / "i-0123456789abcdef0_pid_48377" / "20260115_093012"
 
 
 class ProfileMode(enum.Enum):
@@ -70,7 +74,11 @@ class NeuronConfigWithoutCorrelate(_Config):
 
 
 class NeuronProfiler:
-    """Exports the framework trace as trace.json under <dir>/<instance>_pid_<pid>/<timestamp>/, like the documented layout."""
+    """Exports the framework trace as trace.json under <dir>/<instance>_pid_<pid>/<timestamp>/, like the documented layout.
+
+    With ProfileMode.DEVICE it also writes the .neff and .ntff that mode produces (copies of a fixture's
+    neff_<hash>_vnc_0.neff and profile_nc_0_session_0.ntff), so the pair can be post-processed.
+    """
 
     def __init__(self, config: _Config) -> None:
         if not isinstance(config, _Config):
@@ -84,4 +92,7 @@ class NeuronProfiler:
         folder.mkdir(parents=True, exist_ok=True)
         prof.export_chrome_trace(str(folder / "trace.json"))
         (folder / "ntrace.pb").write_bytes(b"")
+        if ProfileMode.DEVICE in self.config.modes:
+            for source in sorted([*_DEVICE_FILES.glob("*.neff"), *_DEVICE_FILES.glob("*.ntff")]):
+                shutil.copyfile(source, folder / source.name)
         CALLS.append(("export_trace", str(folder / "trace.json")))
