@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SHARED_TRACES
+from helpers import REAL_TRACES as SHARED_TRACES, REPO
 
 SCRIPT = REPO / "scripts" / "make_ranks.py"
 SRC = SHARED_TRACES / "nccl_parser_config__nccl_data.json.gz"

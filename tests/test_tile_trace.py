@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SHARED_TRACES, shared_trace_files
+from helpers import REAL_TRACES as SHARED_TRACES, REPO, shared_trace_files
 
 SCRIPT = REPO / "scripts" / "tile_trace.py"
 COPIES = 3
