@@ -131,14 +131,14 @@ def matched(keyed: pl.DataFrame, ranks: int) -> pl.DataFrame:
 
 
 def clock_offsets(instances: pl.DataFrame, ranks: list[int]) -> pl.DataFrame:
-    """Per rank: `offset`, the median (nearest rank) over matched instances of its end − the lowest rank's end; `aligned_on`, how many instances that is."""
+    """Per rank: `offset`, the median (nearest rank) over matched instances of its end − the lowest rank's end (0 without any)."""
     ref = instances.filter(pl.col("rank") == min(ranks)).select("name", "key", ref_end="end")
     diffs = instances.join(ref, on=["name", "key"]).with_columns(d=pl.col("end") - pl.col("ref_end"))
-    per = diffs.group_by("rank").agg(offset=nearest_rank_expr("d", 50), aligned_on=pl.len())
+    per = diffs.group_by("rank").agg(offset=nearest_rank_expr("d", 50))
     return (
         pl.DataFrame({"rank": ranks}, schema={"rank": pl.Int64})
         .join(per, on="rank", how="left")
-        .select("rank", pl.col("offset").fill_null(0).cast(pl.Int64), pl.col("aligned_on").fill_null(0).cast(pl.Int64))
+        .select("rank", pl.col("offset").fill_null(0).cast(pl.Int64))
     )
 
 
