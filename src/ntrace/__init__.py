@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ntrace.workflows.compare import compare
     from ntrace.workflows.convert import convert
     from ntrace.workflows.diff import diff
+    from ntrace.workflows.ranks import RankAnalysis, ranks
 
 #: The public API: name → the module that defines it.
 _PUBLIC: dict[str, str] = {
@@ -41,6 +42,9 @@ _PUBLIC: dict[str, str] = {
     "compare": "ntrace.workflows.compare",
     "diff": "ntrace.workflows.diff",
     "convert": "ntrace.workflows.convert",
+    # many ranks of one job
+    "ranks": "ntrace.workflows.ranks",
+    "RankAnalysis": "ntrace.workflows.ranks",
     # outputs
     "report": "ntrace.render.html",
     "export_perfetto": "ntrace.render.perfetto",

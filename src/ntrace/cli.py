@@ -52,7 +52,7 @@ FORMATS = ["table", "json", "csv", "markdown"]
 
 
 def _renderer(fmt: str) -> ModuleType:
-    """The render module for an output format: each has analysis(), compare(), diff(), artifacts() and device()."""
+    """The render module for an output format: each has analysis(), compare(), diff(), artifacts(), device() and ranks()."""
     from ntrace.render import csv, json, markdown, text
 
     return {"table": text, "json": json, "csv": csv, "markdown": markdown}[fmt]
@@ -345,6 +345,28 @@ def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt
             err=True,
         )
         sys.exit(1)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one row per rank; markdown: tables for pull requests.")
+@click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Analyze this many traces in parallel.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar on stderr.")
+@_fail_cleanly
+def ranks(paths: tuple[Path, ...], fmt: str, jobs: int, quiet: bool) -> None:
+    """Analyze the traces of many ranks of one job together: a row per rank, statistics over ranks, clock offsets, collective skew, stragglers.
+
+    Give the rank traces, or directories holding them. A trace's rank comes from its
+    distributedInfo.rank, else a number in its file name (rank_3, rank-3, rank3), else Neuron's
+    worker_gid.
+    """
+    from ntrace.workflows.ranks import ranks as run
+
+    with _progress(enabled=not quiet):
+        result = run(paths, jobs=jobs)
+    text = _renderer(fmt).ranks(result)
+    _warn(result.warnings)
+    click.echo(text, nl=fmt == "json")
 
 
 def run() -> None:

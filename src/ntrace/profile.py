@@ -16,6 +16,7 @@ from ntrace.analyses import findings as findmod
 from ntrace.analyses import ops as opmod
 from ntrace.analyses import stats
 from ntrace.analyses.links import ACTIVITY, CALL, launch_links
+from ntrace.analyses.ranks import COLLECTIVE, collective_instances, communication_time
 from ntrace.analyses.ops import OpView
 from ntrace.analyses.steps import device_work, host_busy, is_step, launch_step, overlapping, step_windows
 from ntrace.analyses.totals import lane_categories, lane_totals, spans, track, track_totals, window
@@ -30,7 +31,7 @@ TWO_THREADS_MAX = 150_000
 
 #: What every output reads, in two branches that share only the track codes: the op tree and table, and the lanes, tracks, gaps and steps.
 _BRANCHES: tuple[tuple[str, ...], tuple[str, ...]] = (
-    ("op_groups", "device_ns", "self_cpu_ns", "kernels", "neff_executions"),
+    ("op_groups", "device_ns", "self_cpu_ns", "kernels", "neff_executions", "communication"),
     ("lanes", "categories", "tracks", "gaps", "steps", "window", "complete_count"),
 )
 
@@ -154,6 +155,17 @@ class Profile:
         spans, names = self._spans
         tracks = spans.filter(pl.col("lane") == "hardware")["track"]  # the same rows, in the same order
         return self.select_complete("idx", "name", "ts", "end", "dur", where=pl.col("lane") == "hardware").with_columns(track=names.gather(tracks))
+
+    @cached_property
+    def collectives(self) -> pl.DataFrame:
+        """The collective device activities (NCCL/RCCL kernels, Neuron cc_running/cc_exec_barrier): idx, name, device, ts, end, sequence, by start."""
+        return collective_instances(self.select_complete("idx", "name", "pid", "ts", "end", "sequence", where=ACTIVITY & COLLECTIVE))
+
+    @cached_property
+    def communication(self) -> pl.DataFrame:
+        """Per device with collectives: comm (union of their intervals) and exposed (the part no compute execution of that device overlaps), ns."""
+        compute = self.executions.filter(~COLLECTIVE).select(device="track", ts="ts", end="end")
+        return communication_time(self.collectives, compute)
 
     @cached_property
     def launch_delays(self) -> pl.DataFrame:
@@ -305,6 +317,7 @@ class Profile:
             lanes=self.lanes, categories=self.categories, tracks=self.tracks, gaps=self.gaps,
             steps=self.steps, step_devices=self.step_devices, outside_steps=self.outside_steps,
             op_groups=self.op_groups, kernels=self.kernels, findings=self.findings, neff_executions=self.neff_executions,
+            collectives=self.collectives, communication=self.communication,
             idle_gaps=self.hardware_idle["gap"], launch_latencies=self.launch_delays["latency"], queue_delays=self.launch_delays["queue"],
         )  # fmt: skip
 

@@ -74,6 +74,8 @@ class Summary:
     kernels: pl.DataFrame
     findings: pl.DataFrame
     neff_executions: pl.DataFrame  # Neuron executions naming their NEFF: idx, model, track, ts, dur, op, call_dur, step
+    collectives: pl.DataFrame  # collective device activities: idx, name, device, ts, end, sequence
+    communication: pl.DataFrame  # per device with collectives: comm, exposed (ns)
     idle_gaps: pl.Series  # every hardware idle gap (ns), for statistics pooled over several traces
     launch_latencies: pl.Series  # every launch latency (ns), likewise
     queue_delays: pl.Series  # every queue delay (ns), likewise

@@ -150,6 +150,10 @@ def read_explorer_trace(path: str | Path) -> Trace:
     if unknown.height:
         kinds = ", ".join(sorted(unknown["trace_event_source"].fill_null("null").unique().to_list()))
         warnings.append(f"{path}: {unknown.height} rows have an unknown trace_event_source ({kinds}); counted in lane other")
-    meta = {"source": "neuron_explorer", "instance_ids": rows["instance_id"].drop_nulls().unique().sort().to_list()}
+    meta = {
+        "source": "neuron_explorer",
+        "instance_ids": rows["instance_id"].drop_nulls().unique().sort().to_list(),
+        "worker_gids": rows["worker_gid"].drop_nulls().unique().sort().to_list(),  # one value: the rank (ntrace ranks)
+    }
     manifest = find_manifest(path)
     return Trace(path, events, meta, tuple(warnings), manifest["variant"] if manifest else None)

@@ -8,11 +8,12 @@ import polars as pl
 
 from ntrace.analyses.ops import OpView
 from ntrace.neuron.artifacts import Session
-from ntrace.render.tables import artifact_files_frame, compare_frame, device_frame, diff_ops_frame, summary_frame
+from ntrace.render.tables import artifact_files_frame, compare_frame, device_frame, diff_ops_frame, ranks_frame, summary_frame
 from ntrace.workflows.analyze import Analysis
 from ntrace.workflows.compare import Comparison
 from ntrace.workflows.device import DeviceAnalysis
 from ntrace.workflows.diff import Diff
+from ntrace.workflows.ranks import RankAnalysis
 
 
 def frame_csv(frame: pl.DataFrame) -> str:
@@ -46,3 +47,8 @@ def artifacts(sessions: Sequence[Session]) -> str:
 def device(result: DeviceAnalysis) -> str:
     """Device profiles as CSV: one row per profile."""
     return frame_csv(device_frame(result))
+
+
+def ranks(result: RankAnalysis) -> str:
+    """Many ranks as CSV: one row per rank (figures in µs, overlap in percent, clock offset, rank rule, trace)."""
+    return frame_csv(ranks_frame(result))

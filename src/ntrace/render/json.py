@@ -9,6 +9,7 @@ import polars as pl
 
 from ntrace.analyses.device import ENGINES, DeviceReport
 from ntrace.analyses.ops import OpView, op_table
+from ntrace.render.tables import rank_figure_name
 from ntrace.neuron.artifacts import Session
 from ntrace.summary import Summary
 from ntrace.units import us_text
@@ -16,12 +17,14 @@ from ntrace.workflows.analyze import Analysis
 from ntrace.workflows.compare import Comparison
 from ntrace.workflows.device import DeviceAnalysis, DeviceJoin
 from ntrace.workflows.diff import Diff
+from ntrace.workflows.ranks import ALIGNMENT_RULE, RankAnalysis
 
 SCHEMA = "ntrace.analysis/2"
 COMPARE_SCHEMA = "ntrace.compare/2"
 DIFF_SCHEMA = "ntrace.diff/2"
 ARTIFACTS_SCHEMA = "ntrace.artifacts/1"
 DEVICE_SCHEMA = "ntrace.device/1"
+RANKS_SCHEMA = "ntrace.ranks/1"
 
 
 def exact_us(ns: int | None) -> orjson.Fragment | None:
@@ -338,4 +341,46 @@ def device_join_dict(joined: DeviceJoin) -> dict[str, Any]:
 def device(result: DeviceAnalysis) -> str:
     """Every device profile as one JSON object (schema `ntrace.device/1`)."""
     doc = {"schema": DEVICE_SCHEMA, "profiles": [device_report_dict(r) for r in result.reports], "warnings": result.warnings}
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+
+
+def _rank_figure(name: str, value: float | None) -> Any:
+    """A cross-rank statistic in JSON: exact µs for a time (whole ns, so exact as a float), else the number."""
+    return exact_us(int(value)) if value is not None and "_us" in name else value
+
+
+def ranks(result: RankAnalysis) -> str:
+    """Many ranks as one JSON object (schema `ntrace.ranks/1`): per rank, statistics over ranks, outliers, collectives, stragglers, the rules used."""
+    times = set(result.figures) - {"steps", "overlap_pct"}
+    rows = []
+    for r in result.table.iter_rows(named=True):
+        row: dict[str, Any] = {"rank": r["rank"], "trace": r["trace"], "rule": r["rule"], "busy_us": {}}
+        for c in result.figures:
+            value = exact_us(r[c]) if c in times else r[c]
+            if c.startswith("busy_"):
+                row["busy_us"][c.removeprefix("busy_")] = value
+            else:
+                row[rank_figure_name(c)] = value
+        rows.append(row)
+    doc = {
+        "schema": RANKS_SCHEMA,
+        "alignment": ALIGNMENT_RULE,
+        "matching": result.match_rule,
+        "ranks": rows,
+        "stats": [
+            {"column": (name := rank_figure_name(s["column"])), **{k: _rank_figure(name, s[k]) for k in ("min", "median", "max")}} for s in result.stats.iter_rows(named=True)
+        ],
+        "outliers": [
+            {"column": (name := rank_figure_name(o["column"])), "rank": o["rank"], **{k: _rank_figure(name, o[k]) for k in ("value", "median", "mad")}}
+            for o in result.outliers.iter_rows(named=True)
+        ],
+        "collectives": [
+            {"name": c["name"], "instances": c["instances"], **{f"{k}_us_{s}": exact_us(c[f"{k}_{s}"]) for k, s in (("skew", "p50"), ("skew", "max"), ("transfer", "p50"))}}
+            for c in result.collectives.iter_rows(named=True)
+        ],
+        "stragglers": [
+            {"rank": s["rank"], "times_last": s["times_last"], "pct_last": s["pct_last"], "wait_caused_us": exact_us(s["wait_caused"])} for s in result.stragglers.iter_rows(named=True)
+        ],
+        "warnings": list(result.warnings),
+    }
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()

@@ -10,7 +10,7 @@ from ntrace.analyses.ops import OpView
 from ntrace.neuron.artifacts import Session
 from ntrace.render.tables import (
     artifact_files_frame, cell, compare_frame, compare_notes, diff_gaps_frame, diff_lanes_frame, diff_ops_frame, gaps_frame, hardware_tracks_frame,
-    device_frame, device_ops_frame, header, kernels_frame, lanes_frame, ops_frame, step_devices_frame, steps_frame, summary_frame, variant_names,
+    device_frame, device_ops_frame, header, rank_collectives_frame, rank_stats_frame, ranks_frame, stragglers_frame, kernels_frame, lanes_frame, ops_frame, step_devices_frame, steps_frame, summary_frame, variant_names,
 )
 from ntrace.summary import Summary
 from ntrace.units import fmt_time
@@ -18,6 +18,7 @@ from ntrace.workflows.analyze import Analysis
 from ntrace.workflows.compare import Comparison
 from ntrace.workflows.device import DeviceAnalysis, DeviceJoin
 from ntrace.workflows.diff import Diff
+from ntrace.workflows.ranks import ALIGNMENT_RULE, RankAnalysis
 
 _ESCAPES = str.maketrans({"|": "\\|", "\n": " ", "\r": " "})
 
@@ -129,4 +130,15 @@ def device(result: DeviceAnalysis) -> str:
     for r in result.reports:
         if r.recommendations.height:
             parts += [f"**{r.path.name}**".translate(_ESCAPES), "", *(f"- `{a['rule']}`: {a['message']}: {a['evidence']}".translate(_ESCAPES) for a in r.recommendations.iter_rows(named=True)), ""]
+    return "\n".join([*parts, *_warnings(result.warnings)])
+
+
+def ranks(result: RankAnalysis) -> str:
+    """Many ranks as Markdown: the per-rank table, the statistics over ranks with outliers, collectives, stragglers, the rules used."""
+    parts = [
+        "**Ranks**", "", frame_table(ranks_frame(result).drop("trace")), "",
+        "**Over ranks** (outliers: more than 3 median absolute deviations from the median)", "", frame_table(rank_stats_frame(result)), "",
+        f"**Collectives** (matched by {result.match_rule}; clocks aligned on the {ALIGNMENT_RULE})", "", frame_table(rank_collectives_frame(result)), "",
+        "**Stragglers**", "", frame_table(stragglers_frame(result)), "",
+    ]  # fmt: skip
     return "\n".join([*parts, *_warnings(result.warnings)])

@@ -17,6 +17,7 @@ from ntrace.workflows.analyze import Analysis
 from ntrace.workflows.compare import Comparison
 from ntrace.workflows.device import DeviceAnalysis, DeviceJoin
 from ntrace.workflows.diff import Diff
+from ntrace.workflows.ranks import RankAnalysis
 
 _NS_TO_US = 1000.0
 
@@ -239,3 +240,49 @@ def device_ops_frame(joined: DeviceJoin) -> pl.DataFrame:
     """A trace's device work per (op, NEFF), times as `*_us`."""
     times = ["device_ns", *(f"{e}_ns" for e in ENGINES)]
     return joined.ops.select((pl.col(c) / _NS_TO_US).round(3).alias(c.removesuffix("_ns") + "_us") if c in times else pl.col(c) for c in joined.ops.columns)
+
+
+def rank_figure_name(column: str) -> str:
+    """The public (JSON) name of a per-rank figure column: `step_p50` → `step_us_p50`, `busy_hardware` → `busy_us.hardware`, `idle` → `idle_us`."""
+    if column.startswith("busy_"):
+        return f"busy_us.{column.removeprefix('busy_')}"
+    if column in ("steps", "overlap_pct"):
+        return column
+    base, _, stat = column.rpartition("_")
+    return f"{base}_us_{stat}" if stat in ("p50", "p90") else f"{column}_us"
+
+
+def _rank_value(name: str, value: float | None) -> str:
+    """A cross-rank statistic for people: a time where the figure is one, else the number."""
+    if value is None:
+        return "-"
+    if "_us" in name:
+        return fmt_time(value)
+    return f"{value:.2f}%" if name.endswith("_pct") else f"{value:,.0f}"
+
+
+def ranks_frame(result: RankAnalysis) -> pl.DataFrame:
+    """One row per rank for display: its figures in µs (`*_us`), overlap in percent, the rank rule and the trace."""
+    times = set(result.figures) - {"steps", "overlap_pct"}
+    return result.table.select("rank", *(to_us(c)[0] if c in times else pl.col(c) for c in result.figures), "rule", "trace")
+
+
+def rank_stats_frame(result: RankAnalysis) -> pl.DataFrame:
+    """The cross-rank statistics for display (text cells): figure, min, median, max, and the outlier ranks."""
+    flagged = result.outliers.group_by("column", maintain_order=True).agg(pl.col("rank").cast(pl.String).str.join(", ").alias("outliers"))
+    rows = []
+    for r in result.stats.iter_rows(named=True):
+        name = rank_figure_name(r["column"])
+        hit = flagged.filter(pl.col("column") == r["column"])["outliers"]
+        rows.append({"figure": name, **{k: _rank_value(name, r[k]) for k in ("min", "median", "max")}, "outliers": hit[0] if hit.len() else "-"})
+    return pl.DataFrame(rows, schema={"figure": pl.String, "min": pl.String, "median": pl.String, "max": pl.String, "outliers": pl.String})
+
+
+def rank_collectives_frame(result: RankAnalysis) -> pl.DataFrame:
+    """Per collective name for display: matched instances, arrival skew p50 and max, transfer p50 (µs)."""
+    return result.collectives.select("name", "instances", *to_us("skew_p50", "skew_max", "transfer_p50"))
+
+
+def stragglers_frame(result: RankAnalysis) -> pl.DataFrame:
+    """Per rank for display, most wait first: times it arrived last, percent of matched instances, the wait it caused (µs)."""
+    return result.stragglers.select("rank", "times_last", last_pct="pct_last", *to_us("wait_caused"))

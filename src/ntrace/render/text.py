@@ -13,11 +13,12 @@ from ntrace.lanes import LANES
 from ntrace.neuron.artifacts import Session
 from ntrace.summary import Summary
 from ntrace.units import count, fmt_pct, fmt_time, plural, rate, size
-from ntrace.render.tables import compare_notes
+from ntrace.render.tables import cell, compare_notes, header, rank_collectives_frame, rank_stats_frame, ranks_frame, stragglers_frame
 from ntrace.workflows.analyze import Analysis
 from ntrace.workflows.compare import Comparison
 from ntrace.workflows.device import DeviceAnalysis, DeviceJoin
 from ntrace.workflows.diff import Diff
+from ntrace.workflows.ranks import ALIGNMENT_RULE, RankAnalysis
 
 
 def table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
@@ -509,3 +510,21 @@ def device_join_text(joined: DeviceJoin, session: Session | None) -> str:
     if advice:
         out += ["", "Device recommendations", *advice]
     return "\n".join(out).lstrip("\n")
+
+
+def _frame_text(frame: pl.DataFrame, left: int = 1) -> str:
+    """A display frame (ntrace.render.tables) as an aligned table, each value as people read it."""
+    return table([header(c) for c in frame.columns], [[cell(c, v) for c, v in zip(frame.columns, row)] for row in frame.iter_rows()], left=left)
+
+
+def ranks(result: RankAnalysis) -> str:
+    """Many ranks: the per-rank table, the statistics over ranks with their outliers, the collectives' skew and transfer, the stragglers, then warnings."""
+    per_rank = ranks_frame(result)
+    blocks = [
+        "Ranks\n" + _frame_text(per_rank.drop("rule", "trace")),
+        "Traces\n" + _frame_text(per_rank.select("rank", "rule", "trace"), left=3),
+        "Over ranks (outliers: more than 3 median absolute deviations from the median)\n" + _frame_text(rank_stats_frame(result), left=1),
+        f"Collectives (matched by {result.match_rule}; clocks aligned on the {ALIGNMENT_RULE})\n" + _frame_text(rank_collectives_frame(result)),
+        "Stragglers (arrived last at a collective with skew)\n" + _frame_text(stragglers_frame(result)),
+    ]
+    return "\n\n".join([*blocks, *_warnings(result.warnings)]) + "\n"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 from ntrace.analyses.device import DeviceReport
 from ntrace.errors import InputError, NtraceError
@@ -22,6 +22,9 @@ from ntrace.neuron.artifacts import Session, artifact_warnings, find_sessions, s
 from ntrace.profile import Profile
 from ntrace.summary import Summary
 from ntrace.workflows.device import DeviceJoin, join, session_reports
+
+if TYPE_CHECKING:  # concurrent.futures is imported only where a pool is made
+    from concurrent.futures import Executor
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,31 @@ def _summarize_or_error(
         return exc
 
 
+def summarize_all(
+    traces: Sequence[Path],
+    *,
+    jobs: int = 1,
+    executor: Executor | None = None,
+    fast: bool = True,
+    lanes: Mapping[str, str] | None = None,
+    max_events: int | None = None,
+    recompute: bool = False,
+    timeline: bool = False,
+) -> list[Summary | NtraceError]:
+    """Each trace's Summary, or the error that stopped it, in order: on `executor` when given, else in `jobs` spawned worker processes (one process when 1)."""
+    n = len(traces)
+    args = (traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n)
+    if executor is not None:
+        return list(executor.map(_summarize_or_error, *args))
+    if jobs > 1 and n > 1:
+        from concurrent.futures import ProcessPoolExecutor  # imported here: process pools cost ~25 ms of start-up to import
+        from multiprocessing import get_context
+
+        with ProcessPoolExecutor(max_workers=min(jobs, n), mp_context=get_context("spawn"), initializer=in_worker) as pool:  # fork can deadlock Polars' threads
+            return list(pool.map(_summarize_or_error, *args))
+    return [_summarize_or_error(*a) for a in zip(*args)]
+
+
 def analyze(
     path: str | Path,
     *,
@@ -131,16 +159,7 @@ def analyze(
         summary = summarize(root, fast, lanes, max_events, recompute, timeline)
         sessions = find_sessions(root, None)
         return Analysis(root, ((summary, sessions[0]),), warnings=tuple(artifact_warnings(sessions)), devices=session_reports(sessions))
-    n = len(traces)
-    results: list[Summary | NtraceError]
-    if jobs > 1 and n > 1:
-        from concurrent.futures import ProcessPoolExecutor  # imported here: process pools cost ~25 ms of start-up to import
-        from multiprocessing import get_context
-
-        with ProcessPoolExecutor(max_workers=min(jobs, n), mp_context=get_context("spawn"), initializer=in_worker) as pool:  # fork can deadlock Polars' threads
-            results = list(pool.map(_summarize_or_error, traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n))
-    else:
-        results = [_summarize_or_error(t, fast, lanes, max_events, recompute, timeline) for t in traces]
+    results = summarize_all(traces, jobs=jobs, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline)
     sessions = find_sessions(root, traces)
     by_dir = {s.dir: s for s in sessions}
     warnings = list(notes)

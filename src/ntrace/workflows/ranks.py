@@ -1,0 +1,125 @@
+"""Analyze the traces of many ranks of one job together: a row per rank, cross-rank statistics and outliers, clock alignment on collectives, arrival skew and stragglers (docs/definitions.md, "Ranks")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+import polars as pl
+
+from ntrace.analyses import ranks as rk
+from ntrace.analyses.stats import nearest_rank
+from ntrace.errors import InputError, NtraceError
+from ntrace.io.discover import find_traces
+from ntrace.summary import Summary
+from ntrace.workflows.analyze import summarize_all
+
+if TYPE_CHECKING:  # concurrent.futures is imported only where a pool is made
+    from concurrent.futures import Executor
+
+#: How clocks are aligned, as the output names it.
+ALIGNMENT_RULE = "median over matched collectives of (end on the rank - end on the lowest rank)"
+
+#: The per-rank figures after rank, trace and rule, besides the busy columns (`busy_<lane>`).
+FIGURES = ("steps", "step_p50", "step_p90", "idle", "comm", "exposed_comm", "overlap_pct", "launch_latency_p50", "offset")
+
+
+@dataclass(frozen=True)
+class RankAnalysis:
+    """Many ranks analyzed together: the per-rank table (ns), the statistics over ranks, outliers, collectives, stragglers, the rules used and warnings."""
+
+    table: pl.DataFrame  # rank, trace, rule, steps, step_p50, step_p90, busy_<lane>…, idle, comm, exposed_comm, overlap_pct, launch_latency_p50, offset
+    lanes: tuple[str, ...]  # the lanes with a busy_<lane> column, in column order
+    stats: pl.DataFrame  # column, min, median, max
+    outliers: pl.DataFrame  # column, rank, value, median, mad
+    collectives: pl.DataFrame  # name, instances, skew_p50, skew_max, transfer_p50
+    stragglers: pl.DataFrame  # rank, times_last, pct_last, wait_caused
+    match_rule: str  # how collectives are matched across ranks: "sequence number" or "occurrence"
+    warnings: tuple[str, ...]
+
+    @property
+    def figures(self) -> list[str]:
+        """The per-rank figure columns, in table order."""
+        return [c for c in self.table.columns if c not in ("rank", "trace", "rule")]
+
+
+def _row(summary: Summary, rank: int, rule: str) -> dict[str, Any]:
+    """One rank's figures from its Summary (ns; busy per lane as busy_<lane>)."""
+    idle = summary.gaps.filter(pl.col("kind") == "hardware_idle")["total"]
+    comm = int(summary.communication["comm"].sum())
+    exposed = int(summary.communication["exposed"].sum())
+    durations = summary.steps["dur"]
+    return {
+        "rank": rank, "trace": str(summary.path), "rule": rule, "steps": summary.steps.height,
+        "step_p50": nearest_rank(durations, 50), "step_p90": nearest_rank(durations, 90),
+        **{f"busy_{lane}": busy for lane, busy in summary.lanes.select("lane", "busy").iter_rows()},
+        "idle": int(idle[0]) if idle.len() else 0, "comm": comm, "exposed_comm": exposed,
+        "overlap_pct": 100 * (comm - exposed) / comm if comm else 0.0,
+        "launch_latency_p50": nearest_rank(summary.launch_latencies, 50),
+    }  # fmt: skip
+
+
+def _ranked(summaries: list[Summary], warnings: list[str]) -> list[tuple[int, str, Summary]]:
+    """The summaries with a rank, one per rank (the first found), sorted by rank; the rest become warnings, as do ranks missing from 0..N-1."""
+    kept: dict[int, tuple[int, str, Summary]] = {}
+    worlds = set()
+    for summary in summaries:
+        rank, rule = rk.rank_of(summary.meta, summary.path)
+        if rank is None:
+            warnings.append(f"{summary.path}: no rank (no distributedInfo.rank, no rank number in the file name, no single worker_gid); left out")
+        elif rank in kept:
+            warnings.append(f"{summary.path}: rank {rank} ({rule}) repeats {kept[rank][2].path}; left out")
+        else:
+            kept[rank] = (rank, rule, summary)
+        info = summary.meta.get("distributedInfo")
+        if isinstance(info, dict) and isinstance(info.get("world_size"), int):
+            worlds.add(info["world_size"])
+    world = max([*worlds, max(kept, default=-1) + 1])
+    if missing := sorted(set(range(world)) - set(kept)):
+        warnings.append(f"ranks missing from 0..{world - 1}: {', '.join(map(str, missing))}")
+    return [kept[r] for r in sorted(kept)]
+
+
+def ranks(paths: Sequence[str | Path], jobs: int = 1, executor: Executor | None = None) -> RankAnalysis:
+    """Analyze every trace at or under `paths` as one rank each (in `jobs` worker processes, or on `executor`), then compare and align the ranks."""
+    notes: list[str] = []
+    traces = list(dict.fromkeys(t for p in paths for t in find_traces(Path(p), notes)))
+    if not traces:
+        raise InputError(paths[0] if paths else None, "holds no framework trace (*.json, *.json.gz with traceEvents)")
+    warnings = list(notes)
+    summaries = []
+    for result in summarize_all(traces, jobs=jobs, executor=executor):
+        if isinstance(result, NtraceError):
+            warnings.append(f"skipped {result}")
+        else:
+            summaries.append(result)
+    warnings += [w for s in summaries for w in s.warnings]
+    ranked = _ranked(summaries, warnings)
+    if not ranked:
+        first = warnings[0].removeprefix("skipped ") if warnings else "no trace has a rank"
+        raise InputError(paths[0], f"none of its {len(traces)} traces could be analyzed as a rank ({first})")
+    rows = [_row(s, r, rule) for r, rule, s in ranked]
+    lanes = tuple(dict.fromkeys(k.removeprefix("busy_") for row in rows for k in row if k.startswith("busy_")))
+    steps = {row["steps"] for row in rows}
+    if len(steps) > 1:
+        warnings.append("ranks have different step counts: " + ", ".join(f"rank {row['rank']} {row['steps']}" for row in rows))
+    instances = pl.concat([s.collectives.select(pl.lit(r, pl.Int64).alias("rank"), pl.all()) for r, _, s in ranked])
+    numbers = [r for r, _, _ in ranked]
+    keyed, match_rule = rk.instance_keys(instances)
+    for row in rk.partial_instances(keyed, len(numbers)).iter_rows(named=True):
+        warnings.append(f"collective {row['name']}: {row['partial']} instances are not on every rank (instances per rank: {row['per_rank']}); left out of the matching")
+    found = rk.matched(keyed, len(numbers))
+    offsets = rk.clock_offsets(found, numbers)
+    if instances.height and found.is_empty():
+        warnings.append("no collective instance is on every rank: clocks are not aligned (offset 0)")
+    per_instance = rk.aligned_instances(found, offsets)
+    table = pl.DataFrame(rows, infer_schema_length=None).join(offsets.select("rank", "offset"), on="rank")
+    columns = ["rank", "trace", "rule", "steps", "step_p50", "step_p90", *(f"busy_{lane}" for lane in lanes), *FIGURES[3:]]
+    table = table.with_columns(pl.col(f"busy_{lane}").fill_null(0) for lane in lanes).select(columns)
+    figures = columns[3:]
+    return RankAnalysis(
+        table=table, lanes=lanes, stats=rk.cross_rank_stats(table, figures), outliers=rk.outliers(table, figures),
+        collectives=rk.collective_stats(per_instance), stragglers=rk.stragglers(found, offsets, per_instance),
+        match_rule=match_rule, warnings=tuple(warnings),
+    )  # fmt: skip
