@@ -28,7 +28,7 @@ Progress = Callable[[str], None]
 _ACTIVE: list[Session] = []
 
 
-def _stderr(line: str) -> None:
+def stderr_progress(line: str) -> None:
     """Print a progress line on stderr."""
     print(f"ntrace: {line}", file=sys.stderr, flush=True)
 
@@ -57,7 +57,7 @@ class Session:
         with_stack: bool,
         cores: str,
         whole: bool = False,
-        progress: Progress = _stderr,
+        progress: Progress = stderr_progress,
     ) -> None:
         self.out = out
         self.backend = backend
@@ -160,6 +160,8 @@ class Session:
     def _finish(self) -> None:
         """Write key_averages.json (when a cycle was recorded) and capture.json; say what was written and how to analyze it."""
         s = self.schedule
+        if self.whole and self.steps == 0:
+            self.progress("ntrace.step() was never called: profiled as a whole (one step)")
         if self.exported:
             write_json(self.out / KEY_AVERAGES_FILE, {"schema": KEY_AVERAGES_SCHEMA, "variant": self.name, "unit": "us", "ops": key_averages(self._prof)})
         info = {
@@ -201,7 +203,7 @@ def profiling(
     *,
     cores: str = "0",
     force: bool = False,
-    progress: Progress = _stderr,
+    progress: Progress = stderr_progress,
 ) -> Session:
     """A profiling session for `with`: torch's profiler on `device` (auto: neuron, else cuda, else cpu), one cycle of wait, warmup, active steps, written to `out`.
 
