@@ -159,17 +159,8 @@ def test_non_empty_output_is_refused_before_torch_is_asked(tmp_path: Path, monke
 # --- the Neuron path against the fake torch_neuronx ---------------------------------------------
 
 
-@pytest.fixture
-def fake_neuronx(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The fake torch_neuronx; torch.profiler.schedule, profile construction and prof.step() also go into its CALLS log."""
-    for name in [m for m in sys.modules if m == "torch_neuronx" or m.startswith("torch_neuronx.")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.syspath_prepend(str(FAKE))
-    import torch_neuronx
-    import torch_neuronx.profiling
-
-    calls = torch_neuronx.CALLS
-    calls.clear()
+def _record(monkeypatch: pytest.MonkeyPatch, calls: list[tuple[Any, ...]]) -> None:
+    """Append torch.profiler.schedule calls, profiler construction and every prof.step() to `calls`."""
     real_schedule = torch.profiler.schedule
 
     class RecordingProfile(torch.profiler.profile):
@@ -183,6 +174,19 @@ def fake_neuronx(monkeypatch: pytest.MonkeyPatch) -> Any:
 
     monkeypatch.setattr(torch.profiler, "schedule", lambda **kw: calls.append(("schedule", kw)) or real_schedule(**kw))
     monkeypatch.setattr(torch.profiler, "profile", RecordingProfile)
+
+
+@pytest.fixture
+def fake_neuronx(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The fake torch_neuronx; torch.profiler.schedule, profile construction and prof.step() also go into its CALLS log."""
+    for name in [m for m in sys.modules if m == "torch_neuronx" or m.startswith("torch_neuronx.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(FAKE))
+    import torch_neuronx
+    import torch_neuronx.profiling
+
+    torch_neuronx.CALLS.clear()
+    _record(monkeypatch, torch_neuronx.CALLS)
     yield torch_neuronx
     for name in [m for m in sys.modules if m == "torch_neuronx" or m.startswith("torch_neuronx.")]:
         del sys.modules[name]
@@ -219,6 +223,23 @@ def test_neuron_context_manager_uses_the_documented_api(fake_neuronx: Any, train
     assert info["torch_neuronx"] == "0.0.0+fake" and info["correlate_device_time"] is True and info["cores"] == "0,1"
     assert (out / KEY_AVERAGES_FILE).is_file()
     assert _steps(_analyze(out)) == ["ProfilerStep#2", "ProfilerStep#3"]
+
+
+def test_cuda_context_manager_adds_cuda_activity_and_synchronizes_every_step(train_py: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[Any, ...]] = []
+    _record(monkeypatch, calls)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: calls.append(("synchronize",)))
+    with ntrace.profiling(tmp_path / "gpu", device="cuda", wait=0, warmup=1, active=1, progress=lambda line: None) as prof:
+        assert prof.device == "cuda"
+        _train(train_py)(3, prof.step)  # the tensors stay on the CPU: only the wiring is checked
+    kinds = [c[0] for c in calls]
+    (kwargs,) = [c[1] for c in calls if c[0] == "profile"]
+    assert kwargs["activities"] == [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    segments = " ".join(kinds[kinds.index("profile") :]).split("step")  # torch's own stop_trace synchronizes CUDA too: count ours per segment
+    assert len(segments) == 4 and all("synchronize" in s for s in segments), kinds
+    assert _json(tmp_path / "gpu" / CAPTURE_FILE)["device"] == "cuda"
+    assert (tmp_path / "gpu" / "trace.json").is_file()
 
 
 # --- ntrace capture --script --------------------------------------------------------------------
