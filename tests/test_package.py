@@ -15,7 +15,7 @@ PUBLIC = {
     "analyze", "Analysis", "compare", "diff", "convert", "ranks", "RankAnalysis",
     "report", "export_perfetto",
     "find_traces", "find_sessions", "read_neff", "lane_table",
-    "capture_study",
+    "profiling", "step", "capture_study",
     "NtraceError", "InputError", "TraceFormatError", "CaptureError", "OutputError",
 }  # fmt: skip
 

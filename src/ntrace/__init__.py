@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ntrace.analyses.ops import OpView
+    from ntrace.capture.profiling import profiling, step
     from ntrace.capture.rmsnorm import capture_study
     from ntrace.errors import CaptureError, InputError, NtraceError, OutputError, TraceFormatError
     from ntrace.io.discover import find_traces
@@ -54,6 +55,8 @@ _PUBLIC: dict[str, str] = {
     "read_neff": "ntrace.neuron.neff",
     "lane_table": "ntrace.lanes",
     # capture
+    "profiling": "ntrace.capture.profiling",
+    "step": "ntrace.capture.profiling",
     "capture_study": "ntrace.capture.rmsnorm",
     # errors
     "NtraceError": "ntrace.errors",

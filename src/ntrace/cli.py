@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Iterable, Iterator, TextIO
+from typing import Any, Callable, Iterable, Iterator, NoReturn, TextIO
 
 import click
 
@@ -171,23 +171,86 @@ def _ints(text: str, what: str, count: int | None = None) -> tuple[int, ...]:
     return values
 
 
+#: Options of `ntrace capture` that only the RMSNorm study reads, and those --inspect does not take.
+_STUDY_ONLY = ("variants", "shape", "dtype")
+_NOT_INSPECT = ("device", "sched", "steps", "cores")
+
+
+def _explicit(ctx: click.Context, names: Iterable[str]) -> list[str]:
+    """The options among `names` given on the command line (not defaults), as --flags."""
+    source = click.core.ParameterSource.COMMANDLINE
+    return ["--" + {"sched": "schedule"}.get(n, n) for n in names if ctx.get_parameter_source(n) == source]
+
+
+def _capture_mode(ctx: click.Context, study: str | None, script: Path | None, inspect: bool, args: tuple[str, ...]) -> str:
+    """Which capture runs: "study", "script" or "inspect"; options that do not apply to it are refused."""
+    modes = [m for m, on in (("--study", study is not None), ("--script", script is not None), ("--inspect", inspect)) if on]
+    if len(modes) > 1:
+        raise click.UsageError(f"{' and '.join(modes)}: give one of them")
+    mode = "script" if script is not None else "inspect" if inspect else "study"
+    wrong = _explicit(ctx, _STUDY_ONLY) if mode != "study" else []
+    wrong += _explicit(ctx, _NOT_INSPECT) if mode == "inspect" else []
+    wrong += _explicit(ctx, ("steps", "name")) if mode == "study" else []
+    wrong += _explicit(ctx, ("device_profile",)) if mode != "inspect" else []
+    if wrong:
+        raise click.UsageError(f"{', '.join(sorted(set(wrong)))}: not an option of {modes[0] if modes else '--study'} capture")
+    if mode == "study" and args:
+        raise click.UsageError(f"unexpected arguments {' '.join(args)!r}: they go to --script or --inspect")
+    return mode
+
+
+def _pass_on(failure: str | None, exit_code: int, out: Path) -> NoReturn:
+    """Print a --script/--inspect failure in one line, then exit with the status it ended with."""
+    if failure is not None:
+        click.echo(f"error: {one_line(failure)} (what was profiled so far is kept in {out})", err=True)
+    sys.exit(exit_code)
+
+
 @main.command()
-@click.option("-o", "--output", "out", type=click.Path(path_type=Path), default=Path("ntrace-capture"), show_default=True, help="Directory to write one subdirectory per variant into.")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), default=Path("ntrace-capture"), show_default=True, help="Directory to write into (the study: one subdirectory per variant).")
+@click.option("--study", type=click.Choice(["rmsnorm"]), default=None, help="A bundled study (the default when neither --script nor --inspect is given): rmsnorm.")
+@click.option("--script", type=click.Path(path_type=Path, dir_okay=False), default=None, help="Run this Python script (with ARGS after --) in-process under the profiler; its ntrace.step() calls advance the schedule.")
+@click.option("--inspect", is_flag=True, help="Run COMMAND (after --) with the Neuron runtime's NEURON_RT_INSPECT_* profiling variables set, writing into -o.")
+@click.option("--name", default=None, help="--script/--inspect: the capture's name in analyze and compare (default: the script's or folder's name).")
 @click.option("--device", type=click.Choice(["auto", "neuron", "cuda", "cpu"]), default="auto", show_default=True, help="auto: neuron if torch_neuronx imports, else cuda if available, else cpu.")
 @click.option("--variants", default="naive,fused,compiled", show_default=True, help="Which RMSNorm variants to capture.")
 @click.option("--shape", default="4,512", show_default=True, help="Input shape (the seed study used 4,512).")
 @click.option("--dtype", default="bfloat16", show_default=True, help="Input dtype, a torch dtype name.")
-@click.option("--schedule", "sched", default="2,1,1", show_default=True, help="Profiler schedule wait,warmup,active (run once).")
+@click.option("--schedule", "sched", default=None, help="Profiler schedule wait,warmup,active, run once [study: 2,1,1; --script: 1,1,2].")
+@click.option("--steps", type=click.IntRange(1), default=None, help="--script: capture this many steps (the schedule's active count).")
+@click.option("--device-profile", type=click.Choice(["model", "session"]), default="model", show_default=True, help="--inspect: NEURON_RT_INSPECT_DEVICE_PROFILE (model: first execution per NEFF per core; session: all device activity).")
 @click.option("--cores", default="0", show_default=True, help="Neuron: NeuronCores to trace (capture_enabled_for_nc, e.g. 0,1,2-5); the work runs on the default neuron device.")
-@click.option("--force", is_flag=True, help="Write into a non-empty directory, overwriting only the files capture writes.")
+@click.option("--force", is_flag=True, help="Write into a non-empty directory, overwriting only the files capture writes; with --inspect, also run off Neuron.")
 @click.option("--no-device-profiles", "no_device_profiles", is_flag=True, help="Neuron: do not run neuron-explorer on the NEFF/NTFF pairs (nor print the commands to).")
 @click.option("--device-profile-timeout", "explorer_timeout", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True, help="Neuron: seconds one neuron-explorer view may run before it is killed.")
+@click.pass_context
 @_fail_cleanly
-def capture(out: Path, device: str, variants: str, shape: str, dtype: str, sched: str, cores: str, force: bool, no_device_profiles: bool, explorer_timeout: float) -> None:
-    """Profile the three RMSNorm variants (naive ops, torch.rms_norm, torch.compile) of the seed study."""
+def capture(
+    ctx: click.Context, args: tuple[str, ...], out: Path, study: str | None, script: Path | None, inspect: bool, name: str | None, device: str,
+    variants: str, shape: str, dtype: str, sched: str | None, steps: int | None, device_profile: str, cores: str, force: bool,
+    no_device_profiles: bool, explorer_timeout: float,
+) -> None:  # fmt: skip
+    """Profile a workload: the RMSNorm study (--study rmsnorm, the default), your script (--script train.py -- ARGS), or any command on the Neuron runtime (--inspect -- COMMAND)."""
     from ntrace.capture.backends import ProfileSchedule
+
+    mode = _capture_mode(ctx, study, script, inspect, args)
+    if mode == "inspect":
+        from ntrace.capture.neuron_inspect import run_inspect
+
+        command = run_inspect(args, out, device_profile=device_profile, name=name, force=force, progress=lambda line: click.echo(line, err=True))
+        _pass_on(command.failure, command.exit_code, out)
+    if script is not None:
+        from ntrace.capture.script import run_script
+
+        wait, warmup, active = _ints(sched, "--schedule", 3) if sched is not None else (1, 1, 2)
+        schedule = ProfileSchedule(wait, warmup, steps if steps is not None else active)
+        ran = run_script(script, args, out, device=device, schedule=schedule, name=name, cores=cores, force=force, progress=lambda line: click.echo(line, err=True))
+        _pass_on(ran.failure, ran.exit_code, out)
+
     from ntrace.capture.rmsnorm import capture_study
 
+    sched = sched or "2,1,1"
     frame = capture_study(
         out,
         device=device,

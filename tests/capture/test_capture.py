@@ -149,7 +149,7 @@ def test_neuron_path_uses_the_documented_api(fake_neuronx: Any, tmp_path: Path) 
         exporter = kwargs["on_trace_ready"]
         assert exporter.__func__ is NeuronProfiler.export_trace and exporter.__self__.config is config
         assert kwargs["activities"] == [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.PrivateUse1]
-    assert [c[1] for c in _of(calls, "schedule")] == [{"wait": 2, "warmup": 1, "active": 1}] * 3
+    assert [c[1] for c in _of(calls, "schedule")] == [{"wait": 2, "warmup": 1, "active": 1, "repeat": 1}] * 3
     assert len(_of(calls, "export_trace")) == 3
 
     _assert_synchronized_steps(calls, 4)
@@ -203,7 +203,7 @@ def test_cuda_path_profiles_cuda_activity_and_synchronizes_every_step(tmp_path: 
     profiles = [c[1] for c in _of(calls, "profile")]
     assert [p["activities"] for p in profiles] == [[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]] * 2
     assert all(p["record_shapes"] for p in profiles)
-    assert [c[1] for c in _of(calls, "schedule")] == [{"wait": 1, "warmup": 1, "active": 2}] * 2
+    assert [c[1] for c in _of(calls, "schedule")] == [{"wait": 1, "warmup": 1, "active": 2, "repeat": 1}] * 2
     _assert_synchronized_steps(calls, 4)
     assert [c[2] for c in _of(calls, "compile")] == [{"fullgraph": True}]  # torch.compile's default backend off Neuron
     info = _json(tmp_path / "compiled" / CAPTURE_FILE)

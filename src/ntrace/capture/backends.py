@@ -7,6 +7,7 @@ analysis side of ntrace imports without them.
 from __future__ import annotations
 
 import inspect
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -25,7 +26,7 @@ INSTALL_NEURON = (
 
 @dataclass(frozen=True)
 class ProfileSchedule:
-    """torch.profiler.schedule(wait, warmup, active), run once: `steps` = wait + warmup + active."""
+    """torch.profiler.schedule(wait, warmup, active, repeat=1): one cycle, `steps` = wait + warmup + active; later steps are not recorded."""
 
     wait: int = 2
     warmup: int = 1
@@ -52,7 +53,10 @@ class Backend:
 def torch_module() -> Any:
     """The torch module, or a CaptureError that says how to install it."""
     try:
-        import torch
+        with warnings.catch_warnings():
+            # torch's CPU wheel does not need NumPy, but warns on import when it is missing (torch/_subclasses/functional_tensor.py)
+            warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
+            import torch
     except ImportError as exc:
         raise CaptureError(None, INSTALL_TORCH) from exc
     return torch
@@ -101,7 +105,7 @@ def neuron_backend(schedule: ProfileSchedule, cores: str, tensor_device: str = "
             config = NeuronConfig(**base)
         args = {
             "activities": [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.PrivateUse1],
-            "schedule": torch.profiler.schedule(wait=schedule.wait, warmup=schedule.warmup, active=schedule.active),
+            "schedule": torch.profiler.schedule(wait=schedule.wait, warmup=schedule.warmup, active=schedule.active, repeat=1),
             "on_trace_ready": NeuronProfiler(config).export_trace,
             "experimental_config": config,
             "record_shapes": True,
@@ -132,7 +136,7 @@ def torch_backend(device: str, schedule: ProfileSchedule, tensor_device: str | N
         trace = out / "trace.json"
         args = {
             "activities": activities,
-            "schedule": torch.profiler.schedule(wait=schedule.wait, warmup=schedule.warmup, active=schedule.active),
+            "schedule": torch.profiler.schedule(wait=schedule.wait, warmup=schedule.warmup, active=schedule.active, repeat=1),
             "on_trace_ready": lambda prof: prof.export_chrome_trace(str(trace)),
             "record_shapes": True,
         }

@@ -7,12 +7,21 @@ from typing import Any
 
 import orjson
 
+from ntrace.errors import CaptureError
 from ntrace.io.atomic import write_bytes
 from ntrace.io.manifest import CAPTURE_FILE, CAPTURE_SCHEMA, find_manifest
 
 KEY_AVERAGES_FILE = "key_averages.json"
 #: Schema tag of key_averages.json; neither side file may hold a "traceEvents" or "ph" key (ntrace.io.discover would take it for a trace).
 KEY_AVERAGES_SCHEMA = "ntrace.key_averages/1"
+
+
+def check_output(out: Path, force: bool) -> None:
+    """Refuse an output path that is a file, or a directory that is not empty unless `force` (which never deletes anything); creates nothing."""
+    if out.exists() and not out.is_dir():
+        raise CaptureError(out, "exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise CaptureError(out, "exists and is not empty; pass --force to overwrite the files capture writes (nothing else is deleted)")
 
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:

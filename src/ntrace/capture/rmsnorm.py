@@ -17,7 +17,7 @@ import polars as pl
 
 from ntrace.capture.backends import Backend, ProfileSchedule, make_backend, resolve_device, torch_module
 from ntrace.capture.explorer import ENV_VAR, TIMEOUT_S, TOOL, explorer_version, find_explorer, process_session
-from ntrace.capture.manifest import KEY_AVERAGES_FILE, KEY_AVERAGES_SCHEMA, key_averages, write_json
+from ntrace.capture.manifest import KEY_AVERAGES_FILE, KEY_AVERAGES_SCHEMA, check_output, key_averages, write_json
 from ntrace.errors import CaptureError
 from ntrace.io.manifest import CAPTURE_FILE, CAPTURE_SCHEMA
 
@@ -38,10 +38,7 @@ def naive_rms_norm(x: Any, weight: Any, eps: float = EPS) -> Any:
 
 def prepare_output(out: Path, force: bool) -> None:
     """Create the output directory; refuse one that exists and is not empty unless `force` (which never deletes anything)."""
-    if out.exists() and not out.is_dir():
-        raise CaptureError(out, "exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise CaptureError(out, "exists and is not empty; pass --force to overwrite the files capture writes (nothing else is deleted)")
+    check_output(out, force)
     out.mkdir(parents=True, exist_ok=True)
 
 
@@ -154,6 +151,7 @@ def capture_study(
     """
     out = Path(out)
     _check_options(variants, shape, schedule)
+    check_output(out, force)  # before torch is imported (seconds), so a wrong -o fails at once
     torch = torch_module()
     torch_dtype = getattr(torch, dtype, None)
     if not isinstance(torch_dtype, torch.dtype):
