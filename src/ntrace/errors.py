@@ -10,6 +10,10 @@ def one_line(text: str) -> str:
     return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: raised by the CLI's signal handler, so the run unwinds (removing its temporary files) as on Ctrl-C."""
+
+
 class NtraceError(Exception):
     """Base of every error ntrace raises on purpose; `str()` is the one-line message the CLI prints."""
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from ntrace.errors import OutputError
-from ntrace.io.atomic import atomic_open, write_bytes, write_text
+from ntrace.io import atomic
+from ntrace.io.atomic import atomic_open, remove_partial_files, write_bytes, write_text
 
 
 def test_write_creates_the_file_with_normal_permissions(tmp_path: Path) -> None:
@@ -46,3 +47,21 @@ def test_relative_path_in_the_current_directory(tmp_path: Path, monkeypatch: pyt
     monkeypatch.chdir(tmp_path)
     write_text("plain.txt", "hi")
     assert (tmp_path / "plain.txt").read_text() == "hi"
+
+
+def test_temporary_file_is_registered_while_writing_and_removed_by_remove_partial_files(tmp_path: Path) -> None:
+    """What an interrupt during the cleanup itself would leave: the CLI's remove_partial_files removes it."""
+    with pytest.raises(OutputError, match="No such file"):  # the rename then finds no temporary file: an error, never a half file
+        with atomic_open(tmp_path / "out.json") as fh:
+            fh.write(b"half")
+            (tmp,) = atomic._PARTIAL
+            assert Path(tmp).parent == tmp_path and Path(tmp).exists()
+            remove_partial_files()
+            assert not Path(tmp).exists() and not atomic._PARTIAL
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_long_target_name_gets_a_temporary_name_within_255_bytes(tmp_path: Path) -> None:
+    target = tmp_path / ("é" * 120 + ".parquet")  # 248 bytes: its temporary name must be shortened
+    write_bytes(target, b"x")
+    assert target.read_bytes() == b"x" and [p.name for p in tmp_path.iterdir()] == [target.name]

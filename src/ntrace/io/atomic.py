@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
 from ntrace.errors import OutputError
+
+#: Temporary files of the writes in progress: each is removed when its write ends without a rename,
+#: and `remove_partial_files` removes what an interrupt left (one arriving during that cleanup, say).
+_PARTIAL: set[str] = set()
 
 
 @contextlib.contextmanager
@@ -22,10 +26,7 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
     """
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=directory)
-    except OSError as exc:
-        raise OutputError(path, f"cannot be written ({exc.strerror or exc}); check that {directory} exists and is writable") from None
+    fd, tmp = _create_temporary(path, directory)
     try:
         with os.fdopen(fd, "wb") as fh:
             yield fh
@@ -33,12 +34,40 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException as exc:
+        _PARTIAL.discard(tmp)
+    except OSError as exc:
+        raise OutputError(path, f"cannot be written ({exc.strerror or exc})") from None
+    finally:
+        _remove(tmp)
+
+
+def _create_temporary(path: Path, directory: Path) -> tuple[int, str]:
+    """Create a new hidden temporary file beside `path`, registered in `_PARTIAL` before it exists (an interrupt at any point leaves nothing behind)."""
+    stem = path.name.encode()[:200].decode(errors="ignore")  # room for the prefix and suffix within a 255-byte name
+    while True:
+        tmp = str(directory / f".{stem}.{secrets.token_hex(4)}.part")
+        _PARTIAL.add(tmp)
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), tmp
+        except FileExistsError:
+            _PARTIAL.discard(tmp)
+        except OSError as exc:
+            _PARTIAL.discard(tmp)
+            raise OutputError(path, f"cannot be written ({exc.strerror or exc}); check that {directory} exists and is writable") from None
+
+
+def remove_partial_files() -> None:
+    """Remove the temporary file of every atomic write still in progress (the CLI calls this when interrupted)."""
+    for tmp in list(_PARTIAL):
+        _remove(tmp)
+
+
+def _remove(tmp: str) -> None:
+    """Remove `tmp` if it is still a write's unrenamed temporary file."""
+    if tmp in _PARTIAL:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise OutputError(path, f"cannot be written ({exc.strerror or exc})") from None
-        raise
+        _PARTIAL.discard(tmp)
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:
