@@ -244,7 +244,7 @@ def export(path: Path, out: Path, quiet: bool) -> None:
         profile = load(traces[0])
         written = export_perfetto(profile, out)
     _warn(profile.trace.warnings)
-    click.echo(f"wrote {written}: {profile.complete.height} slices, {profile.links.height} flows, {profile.hardware_idle.height} hardware idle gaps; open it in https://ui.perfetto.dev or chrome://tracing")
+    click.echo(f"wrote {one_line(str(written))}: {profile.complete.height} slices, {profile.links.height} flows, {profile.hardware_idle.height} hardware idle gaps; open it in https://ui.perfetto.dev or chrome://tracing")
 
 
 @main.command()
@@ -296,7 +296,7 @@ def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: int) -> 
     with _progress(enabled=not quiet):
         result, written = run(path, out, title=title, jobs=jobs)
     _warn(result.all_warnings)
-    click.echo(f"wrote {written} ({written.stat().st_size / 1024:.0f} KiB, {len(result.summaries)} trace(s)); open it in any browser, no network needed")
+    click.echo(f"wrote {one_line(str(written))} ({written.stat().st_size / 1024:.0f} KiB, {len(result.summaries)} trace(s)); open it in any browser, no network needed")
 
 
 @main.command()
@@ -315,7 +315,7 @@ def convert(path: Path, out: Path, jobs: int, plain: bool) -> None:
         if row["error"]:
             click.echo(f"warning: skipped {row['error']}", err=True)
         else:
-            click.echo(f"wrote {row['parquet']}")
+            click.echo(f"wrote {one_line(row['parquet'])}")
     if done["error"].is_not_null().all():
         raise InputError(path, f"none of its {done.height} traces could be converted")
 

@@ -9,6 +9,7 @@ import polars as pl
 
 from ntrace.analyses.device import ENGINES, OUTLIER_FACTOR, SMALL_DMA_BYTES, DeviceReport
 from ntrace.analyses.ops import OpView, op_table
+from ntrace.errors import one_line, terminal_text
 from ntrace.lanes import LANES
 from ntrace.neuron.artifacts import Session
 from ntrace.summary import Summary
@@ -21,7 +22,8 @@ from ntrace.workflows.diff import Diff
 
 
 def table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
-    """An aligned plain-text table: the first `left` columns left-aligned, the rest right-aligned."""
+    """An aligned plain-text table: the first `left` columns left-aligned, the rest right-aligned; control characters in cells escaped."""
+    headers, rows = [one_line(h) for h in headers], [[one_line(c) for c in r] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
 
     def line(cells: list[str]) -> str:
@@ -172,6 +174,7 @@ def _warnings(warnings: Sequence[str]) -> list[str]:
     return ["Warnings\n" + "\n".join(f"  - {w}" for w in warnings)] if warnings else []
 
 
+@terminal_text
 def analysis(result: Analysis, view: OpView = OpView()) -> str:
     """Every trace's section, then the sessions with no trace, then the warnings."""
     parts = [summary_text(s, session, view, result.device_join(s, session)) for s, session in result]
@@ -184,6 +187,7 @@ def _speedup(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
+@terminal_text
 def compare(comparison: Comparison) -> str:
     """The comparison table (device time, compute, self CPU and calls of the ops that reached the device, idle, median step, speed-up), what it means, and its warnings."""
     rows = [
@@ -215,6 +219,7 @@ def _change(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1f}%"
 
 
+@terminal_text
 def diff(d: Diff) -> str:
     """Total device time change, per-op statuses, lane totals and gap statistics, BASE → TEST, then warnings."""
     counts = {s: d.ops.filter(d.ops["status_device"] == s).height for s in ("added", "removed", "slower", "faster", "unchanged")}
@@ -353,6 +358,7 @@ def _num(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
+@terminal_text
 def artifacts(sessions: Sequence[Session]) -> str:
     """Every session's full section."""
     return "\n\n".join(session_text(s) for s in sessions) + "\n"
@@ -471,6 +477,7 @@ def device_report_text(report: DeviceReport) -> str:
     return "\n".join(out)
 
 
+@terminal_text
 def device(result: DeviceAnalysis) -> str:
     """Every device profile in full, then the warnings."""
     parts = [device_report_text(r) for r in result.reports]
