@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import secrets
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from ntrace.errors import OutputError
 
@@ -27,18 +28,45 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     fd, tmp = _create_temporary(path, directory)
+    raw = _File(fd, "wb")
     try:
-        with os.fdopen(fd, "wb") as fh:
+        with io.BufferedWriter(raw) as fh:
             yield fh
             fh.flush()
-            os.fsync(fh.fileno())
+            os.fsync(fd)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
         _PARTIAL.discard(tmp)
     except OSError as exc:
         raise OutputError(path, f"cannot be written ({exc.strerror or exc})") from None
+    except Exception:
+        if raw.failure is None:
+            raise
+        raise OutputError(path, f"cannot be written ({raw.failure.strerror or raw.failure})") from None  # a writer's own error for it (Polars: "transport error")
     finally:
         _remove(tmp)
+
+
+class _File(io.FileIO):
+    """The temporary file, remembering why a write failed (a full disk, a file size limit) for writers that report it as their own error.
+
+    It hides its descriptor (`fileno` raises), so writers such as Polars write through `write`
+    instead of to the descriptor directly, where the failure would never be seen.
+    """
+
+    failure: OSError | None = None
+
+    def fileno(self) -> int:
+        """Refuse, as a file without a descriptor does."""
+        raise io.UnsupportedOperation("fileno")
+
+    def write(self, data: Any) -> int | None:  # type: ignore[override]  # typeshed's Buffer parameter; any bytes-like object here
+        """Write `data`, keeping the OSError when it fails."""
+        try:
+            return super().write(data)
+        except OSError as exc:
+            self.failure = exc
+            raise
 
 
 def _create_temporary(path: Path, directory: Path) -> tuple[int, str]:
