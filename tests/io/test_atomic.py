@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,38 @@ def test_long_target_name_gets_a_temporary_name_within_255_bytes(tmp_path: Path)
     target = tmp_path / ("é" * 120 + ".parquet")  # 248 bytes: its temporary name must be shortened
     write_bytes(target, b"x")
     assert target.read_bytes() == b"x" and [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_a_symbolic_link_is_written_through_not_replaced(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "report.html"
+    write_text(target, "old")
+    link = tmp_path / "latest.html"
+    link.symlink_to("real/report.html")
+    write_text(link, "new")
+    assert link.is_symlink() and target.read_text() == "new"
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["report.html"]
+
+
+def test_a_dangling_link_creates_its_target(tmp_path: Path) -> None:
+    link = tmp_path / "out.json"
+    link.symlink_to("made.json")
+    write_text(link, "x")
+    assert link.is_symlink() and (tmp_path / "made.json").read_text() == "x"
+
+
+@pytest.mark.parametrize("command", ["report", "export"])
+def test_cli_output_through_a_link(tmp_path: Path, command: str) -> None:
+    from click.testing import CliRunner
+
+    from helpers import write_trace, x
+    from ntrace.cli import main
+
+    trace = write_trace(tmp_path / "t.json", [x("a", "cpu_op", 0, 1)])
+    target, link = tmp_path / "target.out", tmp_path / "link.out"
+    target.write_text("old")
+    link.symlink_to(target)
+    args = ["report", str(trace), "-o", str(link), "-q"] if command == "report" else ["export", str(trace), "--perfetto", str(link), "-q"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and os.readlink(link) == str(target) and target.read_text() != "old"

@@ -23,9 +23,12 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
     The data goes to a hidden temporary file beside `path` (same directory, so the final
     `os.replace` is one atomic rename on the same file system); it is flushed and fsynced
     before the rename. On any exception, including KeyboardInterrupt, the temporary file is
-    removed and an existing file at `path` is left as it was.
+    removed and an existing file at `path` is left as it was. When `path` is a symbolic link,
+    the file it points to is written (as `cp` does) and the link is kept.
     """
     path = Path(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     directory = path.parent if str(path.parent) else Path(".")
     fd, tmp = _create_temporary(path, directory)
     raw = _File(fd, "wb")
