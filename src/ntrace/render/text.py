@@ -131,7 +131,7 @@ def _steps_text(summary: Summary) -> list[str]:
 
 def summary_text(summary: Summary, session: Session | None, view: OpView = OpView(), joined: DeviceJoin | None = None) -> str:
     """One trace's section: header, lanes, hardware tracks, dispatch gaps, steps, the op table in `view`, kernels, findings, its session's artifacts."""
-    title = f"== {summary.variant}: {summary.path}" if summary.variant else f"== {summary.path}"
+    title = one_line(f"== {summary.variant}: {summary.path}" if summary.variant else f"== {summary.path}")  # a newline in a name must not forge a line
     out = [title, f"{summary.events} complete events over a {fmt_time(summary.window_ns)} window", ""]
     out.append("Lanes")
     out.append(
@@ -305,7 +305,7 @@ def session_summary_text(session: Session) -> str:
 
 def session_text(session: Session) -> str:
     """One session in full: its traces, decoded NEFFs, NTFFs, .pb files, pairs and unpaired files."""
-    out = [f"== {session.dir}", _title(session)]
+    out = [one_line(f"== {session.dir}"), _title(session)]
     traces = ", ".join(_rel(str(t), session) for t in session.traces) or "none"
     out.append(f"framework traces: {traces}")
     if session.neffs.height:
@@ -391,7 +391,7 @@ def _bound(report: DeviceReport) -> str:
 def device_report_text(report: DeviceReport) -> str:
     """One device profile in full: NEFF, engines, top opcodes, DMA, HBM, FLOPs and utilisation, the verdict, collectives, throttling, framework ops, recommendations, the profile's own warnings."""
     neff, meta, u = report.neff, report.metadata, report.utilization
-    out = [f"== {report.path} (profile schema {report.schema_version or 'unknown'})"]
+    out = [one_line(f"== {report.path}") + f" (profile schema {report.schema_version or 'unknown'})"]
     out.append(
         f"NEFF {neff.get('name') or '-'} (file {neff.get('file') or '-'}, hash {neff.get('hash') or '-'}); {plural(report.executions.height, 'execution')}, "
         f"{fmt_time(report.span_ns)} in all; {meta.get('instance_type') or 'instance type not given'}, {meta.get('num_physical_cores') or '?'} physical cores"
