@@ -5,11 +5,13 @@
 
 Writes one file or directory per case under OUT_DIR and OUT_DIR/cases.json, a list of
 {name, path, args, env, exit, outcome, pattern, why}: run `ntrace <args>` (with "{path}"
-replaced by OUT_DIR/path and `env` added) and expect exit code `exit` and
+replaced by OUT_DIR/path, "{out}" by a new output directory outside OUT_DIR, and `env`
+added) and expect exit code `exit` and
 - outcome "ok": nothing on stderr;
 - outcome "warning": stderr lines all start "warning: " and one matches `pattern` (a regex);
 - outcome "error": exactly one stderr line, "error: <path>: ..." matching `pattern`;
-- outcome "report": exit 0 and `pattern` found in stdout (artifact problems shown in the listing).
+- outcome "report": exit 0 and `pattern` (multi-line regex) found in stdout (artifact problems shown in the listing, escaped names);
+and in every case no raw control character (but newlines) on stdout or stderr.
 `needs` names a condition the case depends on ("non-root": permissions bind only non-root users).
 Deterministic: the same bytes on every run. tests/test_bad_inputs.py runs every case.
 """
@@ -559,6 +561,124 @@ def _copy_case(out: Path, write: Callable[[Path], str], name: str) -> str:
     """Write another case's files under OUT/<name>_analyze/ (same content, its own directory)."""
     write(out / f"{name}_analyze")
     return f"{name}_analyze/{name}"
+
+
+# ---------------------------------------------------------------- hostile names, output names, damaged NEFF headers (issue 20)
+
+
+def _hostile_events(name: str) -> list[dict[str, Any]]:
+    """The sound trace with `name` inside its op and device activity names."""
+    return [{**e, "name": e["name"] + name} if e.get("name") in ("aten::mm", "nc_exec_running") else e for e in sound_events()]
+
+
+@case("event_name_clears_screen", 0, "report", r"aten::mm\\x1b\[2J\\x1b\[H", why="An op named with ESC[2J ESC[H (clear screen, cursor home): shown escaped in the table, never acted on.")
+def _(out: Path) -> str:
+    return put(out, "event_name_clears_screen.pt.trace.json", doc_bytes(_hostile_events("\x1b[2J\x1b[H")))
+
+
+@case("event_name_carriage_return", 0, "report", r"aten::mm\\rfake", args=("analyze", "{path}", "--format", "markdown"), why="A carriage return in an op name (it would overwrite the line): escaped in Markdown.")
+def _(out: Path) -> str:
+    return put(out, "event_name_carriage_return.pt.trace.json", doc_bytes(_hostile_events("\rfake")))
+
+
+@case("event_name_c1_and_del", 0, "report", r"nc_exec_running\\x9b31m\\x7f", why="C1 CSI (U+009B) and DEL in a device activity name: escaped in the kernel table.")
+def _(out: Path) -> str:
+    return put(out, "event_name_c1_and_del.pt.trace.json", doc_bytes(_hostile_events("\x9b31m\x7f")))
+
+
+@case("event_name_escapes_in_json", 0, "report", r'"aten::mm\\u001b\[2J\\r\\u009b"', args=("analyze", "{path}", "--format", "json"), why="The same names in JSON: JSON escapes, DEL and C1 included (orjson leaves those raw).")
+def _(out: Path) -> str:
+    return put(out, "event_name_escapes_in_json.pt.trace.json", doc_bytes(_hostile_events("\x1b[2J\r\x9b")))
+
+
+@case("file_name_with_escape_analyzed", 0, "report", r"rank\\x1b\]0;pwned\\x07\\n0\.pt\.trace\.json", why="A sound trace whose file name holds an OSC title escape and a newline: its name is shown escaped in the report.")
+def _(out: Path) -> str:
+    return put_dir(out, "file_name_with_escape_analyzed", {"rank\x1b]0;pwned\x07\n0.pt.trace.json": SOUND})
+
+
+@case("file_name_with_escape_converted", 0, "report", r"^wrote .*rank\\x1b\[31m\\n0\.pt\.trace\.json\.parquet$", args=("convert", "{path}", "-o", "{out}"), why="convert prints the Parquet name it wrote escaped, one line.")
+def _(out: Path) -> str:
+    return put_dir(out, "file_name_with_escape_converted", {"rank\x1b[31m\n0.pt.trace.json": SOUND})
+
+
+@case("neff_file_name_with_escape", 0, "report", r"neff_1\\x1b\[2J\.neff", args=("artifacts", "{path}"), why="A NEFF whose file name holds ESC[2J: listed escaped.")
+def _(out: Path) -> str:
+    return put_dir(out, "neff_file_name_with_escape", {"neff_1\x1b[2J.neff": b""})
+
+
+@case("convert_same_stem_gz_and_plain", 0, "report", r"x\.json\.gz\.parquet", args=("convert", "{path}", "-o", "{out}"), why="x.json and x.json.gz in one folder: two distinct Parquet files (x.json.parquet, x.json.gz.parquet), not one replacing the other.")
+def _(out: Path) -> str:
+    return put_dir(out, "convert_same_stem_gz_and_plain", {"x.json": SOUND, "x.json.gz": gz(SOUND)})
+
+
+@case("convert_same_name_two_folders", 0, "report", r"b/trace\.json\.parquet", args=("convert", "{path}", "-o", "{out}"), why="The same file name in two folders: each keeps its relative folder.")
+def _(out: Path) -> str:
+    return put_dir(out, "convert_same_name_two_folders", {"a/trace.json": SOUND, "b/trace.json": SOUND})
+
+
+@case("convert_name_near_255_bytes", 0, "report", r"~[0-9a-f]{12}\.parquet", args=("convert", "{path}", "-o", "{out}"), why="A 254-byte trace name: its Parquet name would be 262 bytes, so it is shortened with a hash suffix instead of failing.")
+def _(out: Path) -> str:
+    return put_dir(out, "convert_name_near_255_bytes", {"r" * 239 + ".pt.trace.json": SOUND})
+
+
+@case("convert_multibyte_name_near_255_bytes", 0, "report", r"~[0-9a-f]{12}\.parquet", args=("convert", "{path}", "-o", "{out}"), why="A 251-byte name of two-byte characters: shortened at a character boundary.")
+def _(out: Path) -> str:
+    return put_dir(out, "convert_multibyte_name_near_255_bytes", {"é" * 123 + ".json": SOUND})
+
+
+def _tar(compress: str) -> bytes:
+    """A one-member tar compressed with `compress` ("bz2" or "xz")."""
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode=f"w:{compress}") as tar:
+        info = tarfile.TarInfo("sg00/def.json")
+        info.size, info.mtime = 2, 0
+        tar.addfile(info, io.BytesIO(b"{}"))
+    return buf.getvalue()
+
+
+@case("neff_header_all_ff", 0, "report", r"data_size is 18446744073709551615, beyond int64", args=("artifacts", "{path}"), why="A NEFF header of 0xFF bytes: every u64 is 2**64-1, beyond the int64 columns; reported invalid naming the fields, never a traceback.")
+def _(out: Path) -> str:
+    return put_dir(out, "neff_header_all_ff", {"neff_100000000000004_vnc_0.neff": b"\xff" * 1024})
+
+
+@case("neff_data_size_2_63", 0, "report", r"data_size is 9223372036854775808, beyond int64", args=("artifacts", "{path}", "--format", "json"), why="data_size exactly 2**63: invalid, the JSON listing names the field.")
+def _(out: Path) -> str:
+    return put_dir(out, "neff_data_size_2_63", {"neff_100000000000005_vnc_0.neff": _neff(data_size=1 << 63)})
+
+
+@case("neff_pkg_version_huge", 0, "warning", r"pkg_version is 18446744073709551615, beyond int64", why="pkg_version 2**64-1 seen by `ntrace analyze`: a warning, the trace analyzed.")
+def _(out: Path) -> str:
+    head = bytearray(_neff())
+    head[0:8] = b"\xff" * 8
+    return put_dir(out, "neff_pkg_version_huge", {"trace.json": SOUND, "neff_100000000000006_vnc_0.neff": bytes(head)})
+
+
+@case("neff_bzip2_tar_not_listed", 0, "report", r"bzip2-compressed tar, not listed", args=("artifacts", "{path}"), why="A NEFF whose payload is a bzip2 tar: not inflated to list it (a 41 KB one can hold a 32 GiB member), said so.")
+def _(out: Path) -> str:
+    payload = _tar("bz2")
+    return put_dir(out, "neff_bzip2_tar_not_listed", {"neff_100000000000007_vnc_0.neff": _neff(payload=payload)})
+
+
+@case("neff_xz_tar_not_listed", 0, "report", r"xz-compressed tar, not listed", args=("artifacts", "{path}", "--format", "markdown"), why="The same with xz.")
+def _(out: Path) -> str:
+    return put_dir(out, "neff_xz_tar_not_listed", {"neff_100000000000008_vnc_0.neff": _neff(payload=_tar("xz"))})
+
+
+@case("neff_name_number_beyond_int64", 0, "report", r"neff_99999999999999999999999_vnc_99999999999999999999\.neff", args=("artifacts", "{path}"), why="NEFF and NTFF names whose numbers exceed int64: listed (the numbers as null), no overflow.")
+def _(out: Path) -> str:
+    return put_dir(out, "neff_name_number_beyond_int64", {
+        "neff_99999999999999999999999_vnc_99999999999999999999.neff": _neff(),
+        "99999999999999999999999_instid_99999999999999999999_vnc_0.ntff": b"NTFF\n",
+        "profile_rank_99999999999999999999.ntff": b"NTFF\n",
+    })
+
+
+@case("session_pid_beyond_int64", 0, "report", r"99999999999999999999", args=("artifacts", "{path}", "--format", "csv"), why="A session directory whose pid exceeds int64.")
+def _(out: Path) -> str:
+    return put_dir(out, "session_pid_beyond_int64/i-0abc_pid_99999999999999999999", {"neff_100000000000009_vnc_0.neff": _neff()}).split("/")[0]
 
 
 def write_corpus(out: Path) -> list[dict[str, Any]]:

@@ -64,13 +64,23 @@ def snapshot(root: Path) -> dict[str, str]:
     return found
 
 
+def _args(spec: dict[str, Any], path: Path, tmp_path: Path) -> list[str]:
+    """The case's CLI arguments with "{path}" as its input and "{out}" as a fresh output directory outside the corpus."""
+    return [a.replace("{path}", str(path)).replace("{out}", str(tmp_path / "out")) for a in spec["args"]]
+
+
+#: A control character a terminal acts on (all but the newline between lines): never printed raw, whatever the input.
+RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
 def check_outcome(spec: dict[str, Any], exit_code: int, stdout: str, stderr: str, path: Path) -> None:
     """Assert one run's result matches the case's expected outcome."""
     where = f"case {spec['name']}: exit {exit_code}\nstdout: {stdout[-2000:]}\nstderr: {stderr}"
     assert "Traceback" not in stdout + stderr, where
+    assert not RAW_CONTROL.search(stdout + stderr), where
     assert exit_code == spec["exit"], where
     lines = stderr.splitlines()
-    pattern = re.compile(spec["pattern"]) if spec["pattern"] else None
+    pattern = re.compile(spec["pattern"], re.MULTILINE) if spec["pattern"] else None
     if spec["outcome"] == "ok":
         assert stderr == "", where
     elif spec["outcome"] == "error":
@@ -98,7 +108,7 @@ def test_corpus_has_at_least_30_named_cases_with_outcomes(corpus: tuple[Path, di
 
 
 @pytest.mark.parametrize("name", CASE_NAMES)
-def test_case_gives_expected_outcome_and_changes_nothing(name: str, corpus: tuple[Path, dict[str, dict[str, Any]]], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_case_gives_expected_outcome_and_changes_nothing(name: str, corpus: tuple[Path, dict[str, dict[str, Any]]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     out, cases = corpus
     spec = cases[name]
     if spec["needs"] == "non-root" and IS_ROOT:
@@ -107,7 +117,7 @@ def test_case_gives_expected_outcome_and_changes_nothing(name: str, corpus: tupl
         monkeypatch.setenv(key, value)
     path = out / spec["path"]
     before = snapshot(out)
-    args = [a.replace("{path}", str(path)) for a in spec["args"]]
+    args = _args(spec, path, tmp_path)
     result = CliRunner().invoke(main, args)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise AssertionError(f"case {name} raised {result.exception!r}") from result.exception
@@ -115,16 +125,16 @@ def test_case_gives_expected_outcome_and_changes_nothing(name: str, corpus: tupl
     assert snapshot(out) == before, f"case {name} changed the input directory"
 
 
-SUBPROCESS_CASES = ["sound_trace", "truncated_mid_event", "corrupt_gzip", "nan_infinity_literals", "fifo_as_trace", "gzip_bomb", "one_broken_among_many", "one_broken_among_many_parallel", "deeply_nested"]
+SUBPROCESS_CASES = ["event_name_clears_screen", "convert_same_stem_gz_and_plain", "neff_header_all_ff", "sound_trace", "truncated_mid_event", "corrupt_gzip", "nan_infinity_literals", "fifo_as_trace", "gzip_bomb", "one_broken_among_many", "one_broken_among_many_parallel", "deeply_nested"]
 
 
 @pytest.mark.parametrize("name", SUBPROCESS_CASES)
-def test_case_as_a_real_process(name: str, corpus: tuple[Path, dict[str, dict[str, Any]]]) -> None:
+def test_case_as_a_real_process(name: str, corpus: tuple[Path, dict[str, dict[str, Any]]], tmp_path: Path) -> None:
     out, cases = corpus
     spec = cases[name]
     path = out / spec["path"]
     before = snapshot(out)
-    args = [a.replace("{path}", str(path)) for a in spec["args"]]
+    args = _args(spec, path, tmp_path)
     proc = subprocess.run([sys.executable, "-m", "ntrace", *args], capture_output=True, text=True, timeout=120, env={**os.environ, **spec["env"]})
     check_outcome(spec, proc.returncode, proc.stdout, proc.stderr, path)
     assert snapshot(out) == before

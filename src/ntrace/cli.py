@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -26,7 +27,8 @@ import click
 os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:100,muzzy_decay_ms:0,oversize_threshold:65536")
 
 from ntrace.analyses.ops import SORT_KEYS, OpView  # noqa: E402
-from ntrace.errors import NtraceError, one_line  # noqa: E402
+from ntrace.errors import NtraceError, Terminated, one_line  # noqa: E402
+from ntrace.io.atomic import remove_partial_files  # noqa: E402
 from ntrace.io.progress import reporting  # noqa: E402
 from ntrace.units import size  # noqa: E402
 
@@ -43,8 +45,27 @@ def _fail_cleanly(fn: Callable[..., Any]) -> Callable[..., Any]:
                 raise
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
+        except KeyboardInterrupt:
+            _stop(130, "interrupted")
+        except Terminated:
+            _stop(143, "interrupted (SIGTERM)")
 
     return wrapper
+
+
+def _stop(code: int, line: str) -> None:
+    """End an interrupted run: no more signals, the temporary files of unfinished writes removed, `line` on stderr, exit `code`."""
+    if signal.getsignal(signal.SIGTERM) is _on_sigterm:  # the console entry's handlers (never a test runner's)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    remove_partial_files()
+    click.echo(line, err=True)
+    sys.exit(code)
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM handler: unwind the run like Ctrl-C does, with a `Terminated` exception."""
+    raise Terminated()
 
 
 #: Output formats of the commands that print results: aligned text, JSON, one CSV table, Markdown for pull requests.
@@ -290,7 +311,7 @@ def export(path: Path, out: Path, quiet: bool) -> None:
         profile = load(traces[0])
         written = export_perfetto(profile, out)
     _warn(profile.trace.warnings)
-    click.echo(f"wrote {written}: {profile.complete.height} slices, {profile.links.height} flows, {profile.hardware_idle.height} hardware idle gaps; open it in https://ui.perfetto.dev or chrome://tracing")
+    click.echo(f"wrote {one_line(str(written))}: {profile.complete.height} slices, {profile.links.height} flows, {profile.hardware_idle.height} hardware idle gaps; open it in https://ui.perfetto.dev or chrome://tracing")
 
 
 @main.command()
@@ -342,7 +363,7 @@ def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: int) -> 
     with _progress(enabled=not quiet):
         result, written = run(path, out, title=title, jobs=jobs)
     _warn(result.all_warnings)
-    click.echo(f"wrote {written} ({written.stat().st_size / 1024:.0f} KiB, {len(result.summaries)} trace(s)); open it in any browser, no network needed")
+    click.echo(f"wrote {one_line(str(written))} ({written.stat().st_size / 1024:.0f} KiB, {len(result.summaries)} trace(s)); open it in any browser, no network needed")
 
 
 @main.command()
@@ -361,7 +382,7 @@ def convert(path: Path, out: Path, jobs: int, plain: bool) -> None:
         if row["error"]:
             click.echo(f"warning: skipped {row['error']}", err=True)
         else:
-            click.echo(f"wrote {row['parquet']}")
+            click.echo(f"wrote {one_line(row['parquet'])}")
     if done["error"].is_not_null().all():
         raise InputError(path, f"none of its {done.height} traces could be converted")
 
@@ -440,9 +461,14 @@ def run() -> None:
     """
     import atexit
 
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Polars (imported above) may have taken Ctrl-C over
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        main()
-        code: Any = 0
+        try:
+            main()
+            code: Any = 0
+        except Terminated:  # outside a command (Ctrl-C there is click's "Aborted!", exit 1)
+            _stop(143, "interrupted (SIGTERM)")
     except SystemExit as exc:
         code = exc.code
     if code is not None and not isinstance(code, int):  # sys.exit("message"): printed, status 1, as Python does

@@ -2,12 +2,43 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from typing import Callable, ParamSpec
+
+P = ParamSpec("P")
+
+#: DEL and the C1 controls (U+0080-U+009F, CSI among them), which JSON allows raw, as JSON escapes.
+_JSON_CONTROLS = {c: f"\\u{c:04x}" for c in range(0x7F, 0xA0)}
 
 
 def one_line(text: str) -> str:
     """`text` with control characters (a newline in a file name, say) written as escapes, so a message stays one line."""
     return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def terminal_safe(text: str) -> str:
+    """Multi-line `text` with every control character but the newline (C0, DEL, C1, so ANSI escape sequences too) written as an escape: names from an input cannot drive a terminal."""
+    return text if text.isprintable() else "\n".join(one_line(line) for line in text.split("\n"))
+
+
+def terminal_text(render: Callable[P, str]) -> Callable[P, str]:
+    """Decorate a renderer of text for people so what it returns goes through `terminal_safe`."""
+
+    @functools.wraps(render)
+    def safe(*args: P.args, **kwargs: P.kwargs) -> str:
+        return terminal_safe(render(*args, **kwargs))
+
+    return safe
+
+
+def json_safe(text: str) -> str:
+    """JSON text with DEL and the C1 controls written as \\u escapes too (orjson escapes only C0), so it is safe to print."""
+    return text.translate(_JSON_CONTROLS)
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: raised by the CLI's signal handler, so the run unwinds (removing its temporary files) as on Ctrl-C."""
 
 
 class NtraceError(Exception):

@@ -187,14 +187,14 @@ def neff_table(paths: list[Path]) -> pl.DataFrame:
             "num_tpb": pl.Int64, "lnc_size": pl.Int64, "feature_bits": pl.UInt64, "members": pl.Int64, "subgraphs": pl.List(pl.String),
         },
     )
-    named = _named(_sizes(paths), NEFF_NAMES, ("hash", "vnc")).with_columns(pl.col("vnc").cast(pl.Int64))
+    named = _named(_sizes(paths), NEFF_NAMES, ("hash", "vnc")).with_columns(pl.col("vnc").cast(pl.Int64, strict=False))  # a number beyond int64: null
     return pl.concat([named, header], how="horizontal")
 
 
 def ntff_table(paths: list[Path]) -> pl.DataFrame:
     """One row per NTFF: path, scheme, what the name encodes (hash, instid, vnc, nc, session, rank, exec), core, size."""
     named = _named(_sizes(paths), NTFF_NAMES, _NTFF_FIELDS).with_columns(
-        pl.col(f).cast(pl.Int64) for f in _NTFF_FIELDS if f != "hash"
+        pl.col(f).cast(pl.Int64, strict=False) for f in _NTFF_FIELDS if f != "hash"  # a number beyond int64: null
     )
     return named.with_columns(core=pl.coalesce("nc", "vnc"))
 

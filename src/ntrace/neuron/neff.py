@@ -20,6 +20,10 @@ from pathlib import Path
 HEADER = struct.Struct("<QQQQQ128sI32s16s256sI64sQI468s")
 HEADER_SIZE = 1024
 assert HEADER.size == HEADER_SIZE
+#: u64 header fields at or above this do not fit the int64 columns of `ntrace artifacts` (nor any real file).
+INT64_LIMIT = 1 << 63
+#: Magic bytes of the compressions tarfile would have to inflate whole to list a member (bzip2 and xz are not seekable).
+UNLISTED_COMPRESSIONS = ((b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
 
 
 @dataclass(frozen=True)
@@ -72,8 +76,12 @@ def read_neff(path: str | Path) -> Neff:
     problems: list[str] = []
     if header_size != HEADER_SIZE:
         problems.append(f"header_size is {header_size}, expected {HEADER_SIZE}")
+    for field_name, value in (("pkg_version", pkg), ("data_size", data_size)):
+        if value >= INT64_LIMIT:
+            problems.append(f"{field_name} is {value}, beyond int64 (a damaged header)")
+    pkg, data_size = (v if v < INT64_LIMIT else None for v in (pkg, data_size))
     payload = size - HEADER_SIZE
-    if data_size != payload:
+    if data_size is not None and data_size != payload:
         what = "truncated" if data_size > payload else "trailing bytes"
         problems.append(f"data_size says {data_size} bytes but {payload} follow the header ({what})")
     members, tar_problem = _members(body)
@@ -105,7 +113,11 @@ def _members(payload: bytes) -> tuple[tuple[str, ...], str | None]:
 
     The payload is read into memory (with the header, in one pass over the file) rather than opened
     in place: tarfile only reports a bad first header when the archive starts at offset 0 of its file object.
+    A bzip2 or xz payload is not listed: listing inflates it whole (a 41 KB bzip2 tar can hold 32 GiB).
     """
+    for magic, kind in UNLISTED_COMPRESSIONS:
+        if payload.startswith(magic):
+            return (), f"payload is a {kind}-compressed tar, not listed (its members cannot be read without inflating all of it)"
     try:
         with tarfile.open(fileobj=io.BytesIO(payload), mode="r:*") as tar:
             return tuple(tar.getnames()), None

@@ -9,6 +9,7 @@ import polars as pl
 
 from ntrace.analyses.device import ENGINES, DeviceReport
 from ntrace.analyses.ops import OpView, op_table
+from ntrace.errors import json_safe
 from ntrace.render.tables import rank_figure_name
 from ntrace.neuron.artifacts import Session
 from ntrace.summary import Summary
@@ -25,6 +26,11 @@ DIFF_SCHEMA = "ntrace.diff/2"
 ARTIFACTS_SCHEMA = "ntrace.artifacts/1"
 DEVICE_SCHEMA = "ntrace.device/1"
 RANKS_SCHEMA = "ntrace.ranks/1"
+
+
+def _dumps(doc: dict[str, Any]) -> str:
+    """A document as indented JSON whose strings hold no raw control character (orjson leaves DEL and C1 raw)."""
+    return json_safe(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
 
 
 def exact_us(ns: int | None) -> orjson.Fragment | None:
@@ -111,7 +117,7 @@ def analysis(result: Analysis, view: OpView = OpView()) -> str:
         "artifacts": [{"dir": str(s.dir), **session_dict(s)} for s in result.artifacts],
         "warnings": result.all_warnings,
     }
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+    return _dumps(doc)
 
 
 def ops_dicts(ops: pl.DataFrame) -> list[dict[str, Any]]:
@@ -179,7 +185,7 @@ def compare(comparison: Comparison) -> str:
         ],
         "warnings": list(comparison.warnings),
     }
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+    return _dumps(doc)
 
 
 def _sides(base: int | None, test: int | None) -> dict[str, Any]:
@@ -228,7 +234,7 @@ def diff_dict(d: Diff) -> dict[str, Any]:
 
 def diff(d: Diff) -> str:
     """The diff as one JSON object (schema `ntrace.diff/2`)."""
-    return orjson.dumps(diff_dict(d), option=orjson.OPT_INDENT_2).decode()
+    return _dumps(diff_dict(d))
 
 
 def session_dict(session: Session) -> dict[str, Any]:
@@ -258,7 +264,7 @@ def artifacts(sessions: Sequence[Session]) -> str:
             {"dir": str(s.dir), "traces": [str(t) for t in s.traces], **session_dict(s), "pb": s.pbs.to_dicts()} for s in sessions
         ],
     }
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+    return _dumps(doc)
 
 
 
@@ -341,7 +347,7 @@ def device_join_dict(joined: DeviceJoin) -> dict[str, Any]:
 def device(result: DeviceAnalysis) -> str:
     """Every device profile as one JSON object (schema `ntrace.device/1`)."""
     doc = {"schema": DEVICE_SCHEMA, "profiles": [device_report_dict(r) for r in result.reports], "warnings": result.warnings}
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+    return _dumps(doc)
 
 
 def _rank_figure(name: str, value: float | None) -> Any:
@@ -383,4 +389,4 @@ def ranks(result: RankAnalysis) -> str:
         ],
         "warnings": list(result.warnings),
     }
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+    return _dumps(doc)

@@ -7,6 +7,7 @@ from typing import Sequence
 import polars as pl
 
 from ntrace.analyses.ops import OpView
+from ntrace.errors import terminal_text
 from ntrace.neuron.artifacts import Session
 from ntrace.render.tables import (
     artifact_files_frame, cell, compare_frame, compare_notes, diff_gaps_frame, diff_lanes_frame, diff_ops_frame, gaps_frame, hardware_tracks_frame,
@@ -20,7 +21,7 @@ from ntrace.workflows.device import DeviceAnalysis, DeviceJoin
 from ntrace.workflows.diff import Diff
 from ntrace.workflows.ranks import ALIGNMENT_RULE, RankAnalysis
 
-_ESCAPES = str.maketrans({"|": "\\|", "\n": " ", "\r": " "})
+_ESCAPES = str.maketrans({"|": "\\|", "\n": " "})  # other control characters: escaped by terminal_text
 
 
 def frame_table(frame: pl.DataFrame) -> str:
@@ -68,6 +69,7 @@ def _summary_columns(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.select(c for c in keep if c in frame.columns)
 
 
+@terminal_text
 def analysis(result: Analysis, view: OpView = OpView()) -> str:
     """The analysis as Markdown: a summary table when there are several traces, then one section per trace, then warnings."""
     parts = [f"## ntrace analysis of `{result.root}`", ""]
@@ -84,12 +86,14 @@ def _warnings(warnings: Sequence[str]) -> list[str]:
     return ["**Warnings**", "", *(f"- {w}".translate(_ESCAPES) for w in warnings), ""] if warnings else []
 
 
+@terminal_text
 def compare(comparison: Comparison) -> str:
     """A variant comparison as a Markdown table, with what each column means and its warnings."""
     notes = [f"- {line}" for line in compare_notes(comparison)]
     return "\n".join(["**Variants**", "", frame_table(compare_frame(comparison).drop("path")), "", *notes, "", *_warnings(comparison.warnings)])
 
 
+@terminal_text
 def diff(d: Diff) -> str:
     """A diff as Markdown: the device-time headline, then ops, lanes and gaps before and after, then warnings."""
     change = "-" if d.device_change_pct is None else f"{d.device_change_pct:+.1f}%"
@@ -114,6 +118,7 @@ def diff(d: Diff) -> str:
     )
 
 
+@terminal_text
 def artifacts(sessions: Sequence[Session]) -> str:
     """Artifact sessions as Markdown: one table of files per session."""
     files = artifact_files_frame(sessions)
@@ -124,6 +129,7 @@ def artifacts(sessions: Sequence[Session]) -> str:
     return "\n".join(parts)
 
 
+@terminal_text
 def device(result: DeviceAnalysis) -> str:
     """Device profiles as Markdown: one row per profile, then each profile's recommendations."""
     parts = ["**Device profiles** (processed Neuron tables)", "", frame_table(device_frame(result).drop("recommendations")), ""]
@@ -133,6 +139,7 @@ def device(result: DeviceAnalysis) -> str:
     return "\n".join([*parts, *_warnings(result.warnings)])
 
 
+@terminal_text
 def ranks(result: RankAnalysis) -> str:
     """Many ranks as Markdown: the per-rank table, the statistics over ranks with outliers, collectives, stragglers, the rules used."""
     parts = [

@@ -9,6 +9,7 @@ import polars as pl
 
 from ntrace.analyses.device import ENGINES, OUTLIER_FACTOR, SMALL_DMA_BYTES, DeviceReport
 from ntrace.analyses.ops import OpView, op_table
+from ntrace.errors import one_line, terminal_text
 from ntrace.lanes import LANES
 from ntrace.neuron.artifacts import Session
 from ntrace.summary import Summary
@@ -22,7 +23,8 @@ from ntrace.workflows.ranks import ALIGNMENT_RULE, RankAnalysis
 
 
 def table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
-    """An aligned plain-text table: the first `left` columns left-aligned, the rest right-aligned."""
+    """An aligned plain-text table: the first `left` columns left-aligned, the rest right-aligned; control characters in cells escaped."""
+    headers, rows = [one_line(h) for h in headers], [[one_line(c) for c in r] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
 
     def line(cells: list[str]) -> str:
@@ -130,7 +132,7 @@ def _steps_text(summary: Summary) -> list[str]:
 
 def summary_text(summary: Summary, session: Session | None, view: OpView = OpView(), joined: DeviceJoin | None = None) -> str:
     """One trace's section: header, lanes, hardware tracks, dispatch gaps, steps, the op table in `view`, kernels, findings, its session's artifacts."""
-    title = f"== {summary.variant}: {summary.path}" if summary.variant else f"== {summary.path}"
+    title = one_line(f"== {summary.variant}: {summary.path}" if summary.variant else f"== {summary.path}")  # a newline in a name must not forge a line
     out = [title, f"{summary.events} complete events over a {fmt_time(summary.window_ns)} window", ""]
     out.append("Lanes")
     out.append(
@@ -173,6 +175,7 @@ def _warnings(warnings: Sequence[str]) -> list[str]:
     return ["Warnings\n" + "\n".join(f"  - {w}" for w in warnings)] if warnings else []
 
 
+@terminal_text
 def analysis(result: Analysis, view: OpView = OpView()) -> str:
     """Every trace's section, then the sessions with no trace, then the warnings."""
     parts = [summary_text(s, session, view, result.device_join(s, session)) for s, session in result]
@@ -185,6 +188,7 @@ def _speedup(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
+@terminal_text
 def compare(comparison: Comparison) -> str:
     """The comparison table (device time, compute, self CPU and calls of the ops that reached the device, idle, median step, speed-up), what it means, and its warnings."""
     rows = [
@@ -216,6 +220,7 @@ def _change(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1f}%"
 
 
+@terminal_text
 def diff(d: Diff) -> str:
     """Total device time change, per-op statuses, lane totals and gap statistics, BASE → TEST, then warnings."""
     counts = {s: d.ops.filter(d.ops["status_device"] == s).height for s in ("added", "removed", "slower", "faster", "unchanged")}
@@ -301,7 +306,7 @@ def session_summary_text(session: Session) -> str:
 
 def session_text(session: Session) -> str:
     """One session in full: its traces, decoded NEFFs, NTFFs, .pb files, pairs and unpaired files."""
-    out = [f"== {session.dir}", _title(session)]
+    out = [one_line(f"== {session.dir}"), _title(session)]
     traces = ", ".join(_rel(str(t), session) for t in session.traces) or "none"
     out.append(f"framework traces: {traces}")
     if session.neffs.height:
@@ -354,6 +359,7 @@ def _num(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
+@terminal_text
 def artifacts(sessions: Sequence[Session]) -> str:
     """Every session's full section."""
     return "\n\n".join(session_text(s) for s in sessions) + "\n"
@@ -392,7 +398,7 @@ def device_report_text(report: DeviceReport) -> str:
     """One device profile in full: NEFF, engines, top opcodes, DMA, HBM, FLOPs and utilisation, the verdict, collectives, throttling, framework ops, recommendations, the profile's own warnings."""
     neff, meta, u = report.neff, report.metadata, report.utilization
     out = [
-        f"== {report.path} (profile schema {report.schema_version or 'unknown'})",
+        one_line(f"== {report.path}") + f" (profile schema {report.schema_version or 'unknown'})",
         f"NEFF {neff.get('name') or '-'} (file {neff.get('file') or '-'}, hash {neff.get('hash') or '-'}); {plural(report.executions.height, 'execution')}, "
         f"{fmt_time(report.span_ns)} in all; {meta.get('instance_type') or 'instance type not given'}, {meta.get('num_physical_cores') or '?'} physical cores",
     ]
@@ -467,6 +473,7 @@ def device_report_text(report: DeviceReport) -> str:
     return "\n".join(out)
 
 
+@terminal_text
 def device(result: DeviceAnalysis) -> str:
     """Every device profile in full, then the warnings."""
     parts = [device_report_text(r) for r in result.reports]
@@ -517,6 +524,7 @@ def _frame_text(frame: pl.DataFrame, left: int = 1) -> str:
     return table([header(c) for c in frame.columns], [[cell(c, v) for c, v in zip(frame.columns, row)] for row in frame.iter_rows()], left=left)
 
 
+@terminal_text
 def ranks(result: RankAnalysis) -> str:
     """Many ranks: the per-rank table, the statistics over ranks with their outliers, the collectives' skew and transfer, the stragglers, then warnings."""
     per_rank = ranks_frame(result)

@@ -1,17 +1,19 @@
 """Convert every JSON trace under a path into the ntrace Parquet cache: decoded and classified once, with its Summary stored beside its events.
 
-Each trace's file goes to the same relative path under the output directory, suffix `.parquet`,
-so `pl.scan_parquet("OUT/**/*.parquet")`, DuckDB or Spark can query a multi-rank set and
+Each trace's file goes to the same relative path under the output directory with `.parquet`
+appended to its whole name (`x.json` and `x.json.gz` side by side stay apart), so `pl.scan_parquet("OUT/**/*.parquet")`, DuckDB or Spark can query a multi-rank set and
 `ntrace analyze OUT` reads the stored summaries without decoding anything.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 from pathlib import Path
 
 import polars as pl
 
-from ntrace.errors import InputError, NtraceError
+from ntrace.errors import InputError, NtraceError, OutputError
 from ntrace.io import read_trace
 from ntrace.io.cache import write_cache
 from ntrace.io.discover import find_traces
@@ -19,18 +21,35 @@ from ntrace.io.kineto import in_worker
 from ntrace.profile import Profile
 
 
+#: The longest file name (in bytes) that common file systems (ext4, XFS, APFS, NTFS in UTF-8) accept.
+NAME_MAX = 255
+
+
 def parquet_name(trace: Path, root: Path) -> Path:
-    """Where a trace's events go, relative to the output directory: its path under `root`, suffix `.parquet`."""
+    """Where a trace's events go, relative to the output directory: its path under `root` with `.parquet` appended, shortened to fit a file name."""
     rel = trace.relative_to(root)
-    name = rel.name.removesuffix(".gz").removesuffix(".json")
-    return rel.with_name(name + ".parquet")
+    return rel.with_name(_fit(rel.name + ".parquet"))
+
+
+def _fit(name: str) -> str:
+    """`name` itself when it fits in NAME_MAX bytes; else its start, `~`, 12 hex digits of its sha256 and `.parquet` (still one name per input)."""
+    raw = os.fsencode(name)
+    if len(raw) <= NAME_MAX:
+        return name
+    suffix = f"~{hashlib.sha256(raw).hexdigest()[:12]}.parquet"
+    cut = NAME_MAX - len(suffix)
+    while cut and raw[cut] & 0xC0 == 0x80:  # never inside a UTF-8 character
+        cut -= 1
+    return os.fsdecode(raw[:cut]) + suffix
 
 
 def _convert_one(trace: Path, out: Path, fast: bool) -> str | None:
-    """Convert one trace; the error's one-line message instead of raising, so one bad file never stops the rest."""
+    """Convert one trace; an input's error as its one-line message, so one bad file never stops the rest (an output error, a full disk say, does)."""
     try:
         loaded = read_trace(trace, fast=fast)
         write_cache(loaded, out, Profile(loaded).summary())
+    except OutputError:
+        raise
     except NtraceError as exc:
         return str(exc)
     return None
