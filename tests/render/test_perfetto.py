@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections import Counter
+from decimal import Decimal
 from pathlib import Path
 
 import polars as pl
@@ -115,3 +117,78 @@ def test_explorer_parquet_exports_too(tmp_path: Path) -> None:
     profile = load(path)
     again = load(export_perfetto(profile, tmp_path / "out.json"))
     assert again.lanes.equals(profile.lanes) and again.gaps.equals(profile.gaps)
+
+
+def _properly_nested(events: list[dict]) -> bool:
+    """Whether the slices on each (pid, tid) nest: sorted by start then end descending, each starts after the top ends or ends within it (times as exact Decimals)."""
+    by_thread: dict[tuple, list[tuple[Decimal, Decimal]]] = {}
+    for e in events:
+        if e["ph"] == "X":
+            by_thread.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+    for slices in by_thread.values():
+        stack: list[Decimal] = []
+        for start, end in sorted(slices, key=lambda s: (s[0], -s[1])):
+            while stack and stack[-1] <= start:
+                stack.pop()
+            if stack and end > stack[-1]:
+                return False
+            stack.append(end)
+    return True
+
+
+def _overlapping(path: Path) -> Path:
+    """Two host slices that partly overlap on one thread, two device streams on one device, instants and a counter."""
+    return write_trace(
+        path,
+        [
+            x("a", "cpu_op", 0, 10, pid=7, tid=7, **{"Input Dims": [[2, 3]], "extra": "kept"}),
+            x("b", "cpu_op", 5, 10, pid=7, tid=7),
+            x("c", "cpu_op", 6, 2, pid=7, tid=7),
+            x("k1", "kernel", 0, 10, pid=0, tid=1, stream=1),
+            x("k2", "kernel", 5, 10, pid=0, tid=2, stream=2),
+            {"ph": "i", "name": "mark", "cat": "instant", "pid": 7, "tid": 7, "ts": 3, "s": "t"},
+            {"ph": "C", "name": "memory", "pid": 7, "tid": 7, "ts": 4, "args": {"bytes": 12}},
+        ],
+    )
+
+
+def test_overlaps_move_to_overflow_threads(tmp_path: Path) -> None:
+    profile = load(_overlapping(tmp_path / "trace.json"))
+    events = _events(json.loads(perfetto_json(profile), parse_float=Decimal))
+    assert _properly_nested(events)
+    thread = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    where = {e["name"]: thread[(e["pid"], e["tid"])] for e in events if e["ph"] == "X"}
+    assert where["a"] == where["c"] == "pid 7 tid 7" and where["b"] == "pid 7 tid 7 (overlap 1)"
+    assert where["k1"] != where["k2"]  # one thread per device stream
+    assert next(e for e in events if e["name"] == "a")["args"] == {"Input Dims": [[2, 3]], "extra": "kept"}
+    assert [(e["ph"], e["name"]) for e in events if e["ph"] in "iIC"] == [("i", "mark"), ("C", "memory")]
+    assert next(e for e in events if e["ph"] == "C")["args"] == {"bytes": 12}
+
+
+def test_real_traces_nest_and_keep_args(shared_trace: Path) -> None:
+    profile = load(shared_trace)
+    events = _events(json.loads(perfetto_json(profile), parse_float=Decimal))
+    assert _properly_nested(events)
+    with gzip.open(shared_trace) as fh:
+        source = json.load(fh, parse_float=Decimal)["traceEvents"]
+    for ph in ("i", "I", "C"):
+        assert sum(e["ph"] == ph for e in events) == sum(isinstance(e, dict) and e.get("ph") == ph for e in source)
+    exported = [e for e in events if e["ph"] == "X"]
+    inputs = [e for e in source if isinstance(e, dict) and e.get("ph") == "X"]
+    assert len(exported) == len(inputs)
+    for out, given in list(zip(sorted(exported, key=_key), sorted(inputs, key=_key)))[::97]:
+        assert out["name"] == given["name"] and out.get("args", {}) == given.get("args", {})
+
+
+def _key(e: dict) -> tuple:
+    """A sort key that pairs an exported slice with its source: start, duration, name, args."""
+    return (float(e["ts"]), float(e.get("dur", 0)), e["name"], json.dumps(e.get("args", {}), sort_keys=True, default=str))
+
+
+def test_gzip_output_rereads(tmp_path: Path) -> None:
+    profile = load(_small(tmp_path / "trace.json"))
+    out = export_perfetto(profile, tmp_path / "out.json.gz")
+    assert out.read_bytes()[:2] == b"\x1f\x8b"
+    again = load(out)
+    assert again.lanes.equals(profile.lanes) and again.gaps.equals(profile.gaps)
+    assert not list(tmp_path.glob(".*.part"))

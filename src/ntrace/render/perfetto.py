@@ -3,28 +3,39 @@
 Layout: one process per (lane, original pid), named "<lane> · <pid>" and sorted in lane order
 (framework, device, runtime_api, hardware, other), so the timeline reads like Neuron Explorer's
 framework/TID, framework/Stream, neuron_rt, neuron_hw rows; one thread per ntrace track, named
-after it. Every complete event keeps its name, category and linking args (so re-reading the file
-with ntrace classifies it into the same lane), times are written as exact decimal microseconds
-(int64 ns → "123.456", no float rounding). Launch links become ac2g flow arrows (s → f, bp "e").
+after it, and per device stream on hardware. Perfetto mis-draws two slices of one thread that
+partly overlap, so a slice that does not nest in the ones before it moves to an overflow thread
+("<track> (overlap 1)"). Every complete, instant (i/I) and counter (C) event keeps its name,
+category and all its args as the source file wrote them (re-read from a Kineto JSON file; other
+sources keep the linking args, so re-reading the export with ntrace classifies it into the same
+lane); times are written as exact decimal microseconds (int64 ns → "123.456", no float rounding). Launch links become ac2g flow arrows (s → f, bp "e").
 Hardware idle gaps become async slices (ph b/e, category `ntrace_gap`) on the device's process:
 visible as their own "hardware idle" track, and ignored by any tool that sums complete events.
-The JSON text is built with Polars string expressions, one line per event, never per-event Python.
+The JSON text is built with Polars string expressions, one line per event; the overlap check (a
+stack walk) and the source's args are the only per-event Python. An output named *.gz is gzipped.
 """
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 import polars as pl
 
 from ntrace.analyses.totals import track
+from ntrace.errors import NtraceError
+from ntrace.io.files import read_json
 from ntrace.io.atomic import write_bytes
 from ntrace.lanes import LANES
 from ntrace.profile import Profile
 
 GAP_CATEGORY = "ntrace_gap"
+
+#: Phases written as events of their own: complete slices, instants, counters.
+_PHASES = ("X", "i", "I", "C")
 
 #: args keys written back, in Kineto's spelling, from the events frame's columns.
 _ARGS = {"External id": "external_id", "correlation": "correlation", "Sequence number": "sequence", "stream": "stream", "device": "device"}
@@ -58,9 +69,20 @@ def _obj(**fields: pl.Expr | str | int) -> pl.Expr:
 
 
 def placed(profile: Profile) -> pl.DataFrame:
-    """Every complete event with its Perfetto process and thread: adds `track`, `out_pid`, `out_tid`, `proc_name`."""
+    """Every complete, instant and counter event with its Perfetto process and thread: adds `track` (the thread drawn), `ntrace_track` (ntrace's track), `out_pid`, `out_tid`, `proc_name`."""
     lane_rank = {lane: i for i, lane in enumerate(LANES)}
-    events = profile.complete.with_columns(pl.col("lane").cast(pl.String), track(), _orig_pid=pl.col("pid").fill_null("?"))
+    events = (
+        profile.events.filter(pl.col("ph").is_in(_PHASES))
+        .with_columns(pl.col("lane").cast(pl.String), track(), _orig_pid=pl.col("pid").fill_null("?"))
+        .with_columns(pl.col("track").alias("ntrace_track"), track=pl.when(pl.col("lane") == "hardware").then(pl.format("{} stream {}", "track", pl.coalesce(pl.col("stream").cast(pl.String), pl.col("tid"), pl.lit("?")))).otherwise("track"))
+        .sort("lane", "_orig_pid", "track", "ts", pl.col("end"), descending=[False, False, False, False, True], maintain_order=True)
+    )
+    is_slice = events.select(pl.col("ph") == "X").to_series()
+    cut = events.filter(is_slice).select("lane", "_orig_pid", "track", "ts", "end")
+    level = pl.Series("_level", overlap_levels(cut["lane"] + "\0" + cut["_orig_pid"] + "\0" + cut["track"], cut["ts"], cut["end"]), dtype=pl.Int64)
+    events = pl.concat([events.filter(is_slice).with_columns(level), events.filter(~is_slice).with_columns(_level=pl.lit(0, pl.Int64))]).with_columns(
+        track=pl.when(pl.col("_level") > 0).then(pl.format("{} (overlap {})", "track", "_level")).otherwise("track")
+    )
     procs = (
         events.select("lane", "_orig_pid")
         .unique()
@@ -75,7 +97,65 @@ def placed(profile: Profile) -> pl.DataFrame:
         .sort("lane", "_orig_pid", "track")
         .with_columns(out_tid=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("lane", "_orig_pid"))
     )
-    return events.join(procs, on=["lane", "_orig_pid"]).join(threads, on=["lane", "_orig_pid", "track"])
+    return events.join(procs, on=["lane", "_orig_pid"]).join(threads, on=["lane", "_orig_pid", "track"]).sort("idx")
+
+
+def overlap_levels(group: pl.Series, ts: pl.Series, end: pl.Series) -> list[int]:
+    """Per slice (sorted by group, start, end descending): the first level of its group (0, then overflow 1, 2, …) where it nests in every slice it overlaps.
+
+    A stack walk per level, as Perfetto draws a thread: a slice fits a level when it starts at or
+    after the end of the level's open slices, or ends within the innermost one still open. It is
+    sequential by nature, hence a Python loop.
+    """
+    levels: list[int] = []
+    stacks: list[list[int]] = []
+    previous = None
+    for g, start, stop in zip(group.to_list(), ts.to_list(), end.to_list()):
+        if g != previous:
+            stacks, previous = [], g
+        for k, stack in enumerate(stacks):
+            while stack and stack[-1] <= start:
+                stack.pop()
+            if not stack or stop <= stack[-1]:
+                stack.append(stop)
+                levels.append(k)
+                break
+        else:
+            stacks.append([stop])
+            levels.append(len(stacks) - 1)
+    return levels
+
+
+class _Event(msgspec.Struct):
+    """What the export re-reads of a source event: its name (to check it is the same event) and its args as written."""
+
+    name: str | None = None
+    args: msgspec.Raw = msgspec.Raw(b"")  # empty where the event has none
+
+
+class _Document(msgspec.Struct):
+    """The events of a Kineto JSON document."""
+
+    traceEvents: list[_Event]  # noqa: N815  # Kineto's spelling
+
+
+def source_args(profile: Profile) -> pl.DataFrame:
+    """`idx` and `args` (JSON object text) of each event as the source Kineto JSON file wrote them; empty where the file cannot be re-read or no longer matches."""
+    empty = pl.DataFrame(schema={"idx": pl.Int64, "args": pl.String})
+    try:
+        doc = msgspec.json.decode(read_json(profile.trace.path, []), type=_Document)
+    except (NtraceError, OSError, msgspec.DecodeError, MemoryError):
+        return empty  # Explorer Parquet, a file gone or changed, one only the tolerant decoder reads: the linking args stand in
+    raw = doc.traceEvents
+    # one Python step per event: msgspec hands each args object over as its raw bytes
+    found = pl.DataFrame(
+        {"idx": pl.int_range(0, len(raw), eager=True, dtype=pl.Int64), "_name": [e.name for e in raw], "args": [bytes(e.args).decode() or None for e in raw]},
+        schema={"idx": pl.Int64, "_name": pl.String, "args": pl.String},
+    )
+    mine = profile.events.select("idx", "name")
+    if mine.height > found.height or not mine.join(found, on="idx", how="left").select((pl.col("name").eq_missing(pl.col("_name"))).all()).item():
+        return empty
+    return found.filter(pl.col("args").str.starts_with("{")).select("idx", "args")
 
 
 def _metadata(events: pl.DataFrame) -> list[dict[str, Any]]:
@@ -93,11 +173,14 @@ def _metadata(events: pl.DataFrame) -> list[dict[str, Any]]:
     return meta
 
 
-def _complete_lines(events: pl.DataFrame) -> pl.Series:
-    """One JSON object text per complete event."""
-    line = _obj(
-        ph="X", name=_json_text("name"), cat=_json_text("cat"), pid=pl.col("out_pid"), tid=pl.col("out_tid"),
-        ts=us_text(pl.col("ts")), dur=us_text(pl.col("dur")), args=_args_text(),
+def _event_lines(events: pl.DataFrame) -> pl.Series:
+    """One JSON object text per complete, instant and counter event, with its source args (else its linking args)."""
+    common: dict[str, pl.Expr | str | int] = {"name": _json_text("name"), "cat": _json_text("cat"), "pid": pl.col("out_pid"), "tid": pl.col("out_tid"), "ts": us_text(pl.col("ts"))}
+    args = pl.coalesce(pl.col("args"), _args_text())
+    line = (
+        pl.when(pl.col("ph") == "X")
+        .then(_obj(ph="X", **common, dur=us_text(pl.col("dur")), args=args))
+        .otherwise(_obj(ph=_json_text("ph"), **common, args=args))
     )
     return events.select(line).to_series()
 
@@ -118,7 +201,7 @@ def _flow_lines(profile: Profile, events: pl.DataFrame) -> pl.Series:
 
 def _gap_lines(profile: Profile, events: pl.DataFrame) -> pl.Series:
     """Each hardware idle gap as an async slice (b/e pair) on its device's process."""
-    procs = events.filter(pl.col("lane") == "hardware").select("track", "out_pid").unique("track")
+    procs = events.filter(pl.col("lane") == "hardware").select(pl.col("ntrace_track").alias("track"), "out_pid").unique("track")
     gaps = profile.hardware_idle.join(procs, on="track").with_row_index("gap_id", offset=1)
     gap: dict[str, pl.Expr | str | int] = {"name": "hardware idle", "cat": GAP_CATEGORY, "id": pl.col("gap_id"), "pid": pl.col("out_pid"), "tid": 0}
     begin = _obj(ph="b", **gap, ts=us_text(pl.col("gap_start")), args=_obj(idle_us=us_text(pl.col("gap"))))
@@ -128,13 +211,14 @@ def _gap_lines(profile: Profile, events: pl.DataFrame) -> pl.Series:
 
 def perfetto_json(profile: Profile) -> bytes:
     """The Chrome-trace JSON document for `profile` (bytes, UTF-8)."""
-    events = placed(profile)
+    events = placed(profile).join(source_args(profile), on="idx", how="left")
+    complete = events.filter(pl.col("ph") == "X")
     lines = pl.concat(
         [
             pl.Series([orjson.dumps(m).decode() for m in _metadata(events)], dtype=pl.String),
-            _complete_lines(events),
-            _flow_lines(profile, events),
-            _gap_lines(profile, events),
+            _event_lines(events),
+            _flow_lines(profile, complete),
+            _gap_lines(profile, complete),
         ]
     )
     head = orjson.dumps({"traceName": f"ntrace export of {profile.trace.path}", "displayTimeUnit": "ns", "otherData": {"exported_by": "ntrace", "source": str(profile.trace.path)}})
@@ -143,5 +227,6 @@ def perfetto_json(profile: Profile) -> bytes:
 
 
 def export_perfetto(profile: Profile, out: str | Path) -> Path:
-    """Write the Perfetto/Chrome-trace JSON of `profile` to `out` atomically; returns the path written."""
-    return write_bytes(out, perfetto_json(profile))
+    """Write the Perfetto/Chrome-trace JSON of `profile` to `out` atomically, gzipped when its name ends in .gz; returns the path written."""
+    data = perfetto_json(profile)
+    return write_bytes(out, gzip.compress(data, mtime=0) if str(out).endswith(".gz") else data)
