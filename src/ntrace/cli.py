@@ -149,16 +149,20 @@ def main(debug: bool) -> None:
 @click.option("--plain", is_flag=True, help="Use the plain orjson decoder instead of the typed fast path.")
 @click.option("--max-events", type=click.IntRange(1), default=None, help="Analyze only each trace's first N events (for traces too large for memory).")
 @click.option("--sort-by", type=click.Choice(list(SORT_KEYS)), default="self_cpu_time_total", show_default=True, help="Sort the op table by this torch key.")
-@click.option("--top", type=click.IntRange(1), default=None, help="Show only the first N rows of the op table.")
+@click.option("--top", type=click.IntRange(1), default=None, help="Show only the first N rows of the op table (--format table: 20 unless --all).")
+@click.option("--all", "all_rows", is_flag=True, help="--format table: show every row of the op table, not the top 20 (json, csv and markdown always keep every row).")
 @click.option("--group-by-shape", is_flag=True, help="One op table row per (name, input shapes), where the trace recorded shapes.")
 @click.option("--recompute", is_flag=True, help="For `ntrace convert` Parquet files: recompute the analysis from the stored events instead of reusing the stored results.")
 @_fail_cleanly
 def analyze(
-    path: Path, fmt: str, quiet: bool, jobs: int, plain: bool, max_events: int | None, sort_by: str, top: int | None, group_by_shape: bool, recompute: bool
+    path: Path, fmt: str, quiet: bool, jobs: int, plain: bool, max_events: int | None, sort_by: str, top: int | None, all_rows: bool, group_by_shape: bool, recompute: bool
 ) -> None:
     """Analyze a trace file, or every trace under a directory: lanes, tracks, dispatch gaps, steps."""
+    from ntrace.render.text import TABLE_TOP
     from ntrace.workflows.analyze import analyze as run
 
+    if top is None and fmt == "table" and not all_rows:
+        top = TABLE_TOP
     view = OpView(sort_by=sort_by, top=top, group_by_shape=group_by_shape)
     with _progress(enabled=not quiet):
         result = run(path, jobs=jobs, fast=not plain, max_events=max_events, recompute=recompute)

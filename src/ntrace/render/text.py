@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -34,12 +35,37 @@ def table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
     return "\n".join([rule, line(headers), rule, *(line(r) for r in rows), rule])
 
 
+#: Rows of the op table `--format table` shows unless `--top` or `--all` says otherwise.
+TABLE_TOP = 20
+
 #: torch's max_name_column_width: longer names are cut and end in "...".
 NAME_WIDTH = 55
 
 
 def _name(name: str) -> str:
     return name if len(name) <= NAME_WIDTH else name[: NAME_WIDTH - 3] + "..."
+
+
+def names(full: Sequence[str]) -> list[str]:
+    """The names of a table's rows cut to NAME_WIDTH, with no two different names reading the same: those that would keep their start and end ("start…end")."""
+    cut = [_name(n) for n in full]
+    groups: dict[str, set[str]] = {}
+    for name, short in zip(full, cut):
+        groups.setdefault(short, set()).add(name)
+    shown: dict[str, str] = {}
+    for same in groups.values():
+        if len(same) > 1:
+            shown.update(_ends(sorted(same)))
+    return [shown.get(name, short) for name, short in zip(full, cut)]
+
+
+def _ends(same: list[str]) -> dict[str, str]:
+    """Names that cut alike, each as its start, "…" and the shortest end that tells them all apart within NAME_WIDTH; whole when no such end does."""
+    for tail in range(1, NAME_WIDTH - 1):
+        shown = {n: n if len(n) <= NAME_WIDTH else n[: NAME_WIDTH - 1 - tail] + "…" + n[-tail:] for n in same}
+        if len(set(shown.values())) == len(same):
+            return shown
+    return {n: n for n in same}
 
 
 def _pct(value: float) -> str:
@@ -56,8 +82,8 @@ def ops_text(summary: Summary, ops: pl.DataFrame) -> str:
         headers += [f"Self {dev}", f"Self {dev} %", f"{dev} total", f"{dev} time avg"]
     headers += ["# of Calls", *(["Input Shapes"] if shapes else [])]
     rows = []
-    for r in ops.iter_rows(named=True):
-        row = [_name(r["name"]), _pct(r["self_cpu_pct"]), fmt_time(r["self_cpu"]), _pct(r["cpu_total_pct"]), fmt_time(r["cpu_total"]), fmt_time(r["cpu_avg"])]
+    for r, name in zip(ops.iter_rows(named=True), names(ops["name"].to_list())):
+        row = [name, _pct(r["self_cpu_pct"]), fmt_time(r["self_cpu"]), _pct(r["cpu_total_pct"]), fmt_time(r["cpu_total"]), fmt_time(r["cpu_avg"])]
         if dev != "none":
             row += [fmt_time(r["self_device"]), _pct(r["self_device_pct"]), fmt_time(r["device_total"]), fmt_time(r["device_avg"])]
         row += [str(r["calls"]), *([r["input_dims"] or "[]"] if shapes else [])]
@@ -72,8 +98,8 @@ def kernels_text(summary: Summary, top: int | None = None) -> str:
     """The device activities by name (torch's device rows): calls, total, mean, min, max, share of device time, streams; the first `top` when given."""
     rows = summary.kernels.head(top) if top else summary.kernels
     body = [
-        [_name(r["name"]), str(r["calls"]), fmt_time(r["total"]), fmt_time(r["mean"]), fmt_time(r["min"]), fmt_time(r["max"]), fmt_pct(r["share"]), ", ".join(r["streams"])]
-        for r in rows.iter_rows(named=True)
+        [name, str(r["calls"]), fmt_time(r["total"]), fmt_time(r["mean"]), fmt_time(r["min"]), fmt_time(r["max"]), fmt_pct(r["share"]), ", ".join(r["streams"])]
+        for r, name in zip(rows.iter_rows(named=True), names(rows["name"].to_list()))
     ]
     more = [f"(first {rows.height} of {summary.kernels.height} names)"] if rows.height < summary.kernels.height else []
     return "\n".join([table(["Name", "calls", "total", "mean", "min", "max", "% device", "streams"], body), *more])
@@ -156,9 +182,12 @@ def summary_text(summary: Summary, session: Session | None, view: OpView = OpVie
     out += ["", "Dispatch gaps", _gaps_text(summary)]
     if summary.steps.height:
         out += _steps_text(summary)
-    ops = op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns, view)
+    ops = op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns, replace(view, top=None))
+    shown = ops.head(view.top) if view.top else ops
     if ops.height:
-        out += ["", "Operators (torch key_averages() columns, computed from the trace; device time: every device activity, through its launching op)", ops_text(summary, ops)]
+        out += ["", "Operators (torch key_averages() columns, computed from the trace; device time: every device activity, through its launching op)", ops_text(summary, shown)]
+        if shown.height < ops.height:
+            out.append(f"{plural(ops.height - shown.height, 'more row')}: --all")
     if summary.kernels.height:
         out += ["", "Device activities by name", kernels_text(summary, view.top)]
     if ops.height:
