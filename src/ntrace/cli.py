@@ -30,7 +30,7 @@ from ntrace.analyses.ops import SORT_KEYS, OpView  # noqa: E402
 from ntrace.errors import NtraceError, Terminated, one_line  # noqa: E402
 from ntrace.io.atomic import remove_partial_files  # noqa: E402
 from ntrace.io.progress import reporting  # noqa: E402
-from ntrace.units import size  # noqa: E402
+from ntrace.units import plural, size  # noqa: E402
 
 
 def _fail_cleanly(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -341,8 +341,9 @@ def device(path: Path, fmt: str) -> None:
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one row per file; markdown: one table per session.")
+@click.option("--fail-on-damage", is_flag=True, help="Exit 1 when any NEFF is invalid or any file is unpaired (for CI).")
 @_fail_cleanly
-def artifacts(path: Path, fmt: str) -> None:
+def artifacts(path: Path, fmt: str, fail_on_damage: bool) -> None:
     """List a profile directory's sessions, decoded NEFF headers, NTFF and .pb files, NEFF↔NTFF pairs and unpaired files."""
     from ntrace.errors import InputError
     from ntrace.neuron.artifacts import find_sessions
@@ -351,6 +352,11 @@ def artifacts(path: Path, fmt: str) -> None:
     if not sessions:
         raise InputError(path, "holds no Neuron profile artifacts (.neff, .ntff, .pb)")
     click.echo(_renderer(fmt).artifacts(sessions), nl=fmt == "json")
+    invalid = sum(int((~s.neffs["valid"]).sum()) for s in sessions)
+    lone = sum(s.unpaired.height for s in sessions)
+    if fail_on_damage and (invalid or lone):
+        click.echo(f"fail: damaged artifacts: {plural(invalid, 'invalid NEFF')}, {plural(lone, 'unpaired file')}", err=True)
+        sys.exit(1)
 
 
 @main.command()

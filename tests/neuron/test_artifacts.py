@@ -21,11 +21,15 @@ FIXTURES = REPO / "fixtures"
 TRACE = '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1, "ts": 1, "dur": 2}]}'
 
 
-def _touch(root: Path, *names: str, data: bytes = b"x") -> None:
+#: A NEFF that decodes (the naive rmsnorm fixture's), written for every .neff name unless a test gives other bytes.
+VALID_NEFF = next((FIXTURES / "rmsnorm" / "naive").rglob("*.neff")).read_bytes()
+
+
+def _touch(root: Path, *names: str, data: bytes | None = None) -> None:
     for name in names:
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        path.write_bytes(data if data is not None else VALID_NEFF if name.endswith(".neff") else b"x")
 
 
 def _one(root: Path, name: str):
@@ -71,7 +75,7 @@ def test_every_ntff_scheme_is_parsed(tmp_path: Path) -> None:
 
 
 def test_every_neff_scheme_is_parsed(tmp_path: Path) -> None:
-    _touch(tmp_path / "i-0abc_pid_5", "neff_11.neff", "neff_12_vnc_1.neff", "neffs/graph_a1b2.neff", "model.neff")
+    _touch(tmp_path / "i-0abc_pid_5", "neff_11.neff", "neff_12_vnc_1.neff", "neffs/graph_a1b2.neff", "model.neff", data=b"x")
     neffs = _one(tmp_path, "i-0abc_pid_5").neffs
     got = {r["name"]: (r["scheme"], r["hash"], r["vnc"]) for r in neffs.iter_rows(named=True)}
     assert got["neff_11.neff"] == ("neff", "11", None)
@@ -153,9 +157,12 @@ def test_damaged_fixture() -> None:
     assert s.traces == () and (s.instance, s.pid, s.timestamp) == ("i-0123456789abcdef0", 51234, "20260115_093012")
     neff = s.neffs.row(0, named=True)
     assert not neff["valid"] and "(truncated)" in neff["problem"]
-    assert s.unpaired.to_dicts() == [
-        {"path": str(s.dir / "999999999999999_instid_0_vnc_0.ntff"), "reason": "NTFF with no NEFF of hash 999999999999999"}
-    ]
+    assert s.pairs.is_empty()  # the invalid NEFF is paired with nothing: its NTFF says why
+    reasons = dict(s.unpaired.iter_rows())
+    assert reasons == {
+        str(s.dir / "999999999999999_instid_0_vnc_0.ntff"): "NTFF with no NEFF of hash 999999999999999",
+        str(s.dir / "profile_nc_0_session_0.ntff"): f"NTFF not paired: its NEFF neff_600000000000001_vnc_0.neff is invalid ({neff['problem']})",
+    }
 
 
 def test_model_mode_fixture() -> None:
@@ -211,7 +218,17 @@ def test_cli_artifacts_table_and_json() -> None:
     doc = json.loads(res.output)
     assert doc["schema"] == "ntrace.artifacts/1"
     assert len(doc["sessions"]) == 5
-    assert sum(len(s["pairs"]) for s in doc["sessions"]) == 6 + 1 + 1 + 2 + 1
+    assert sum(len(s["pairs"]) for s in doc["sessions"]) == 6 + 1 + 2 + 1  # none in damaged/: its one NEFF is invalid
+
+
+def test_cli_artifacts_fail_on_damage() -> None:
+    runner = CliRunner()
+    damaged = runner.invoke(main, ["artifacts", str(FIXTURES / "damaged"), "--fail-on-damage"])
+    assert damaged.exit_code == 1 and "(truncated)" in damaged.output
+    assert "1 invalid NEFF, 2 unpaired files" in damaged.output
+    assert runner.invoke(main, ["artifacts", str(FIXTURES / "damaged")]).exit_code == 0
+    clean = runner.invoke(main, ["artifacts", str(FIXTURES / "model_mode"), "--fail-on-damage"])
+    assert clean.exit_code == 0, clean.output
 
 
 def test_cli_artifacts_errors_cleanly(tmp_path: Path) -> None:
@@ -236,9 +253,10 @@ def test_session_fields_from_the_current_directory(monkeypatch: pytest.MonkeyPat
 
 def test_analyze_warns_about_invalid_neffs_and_unpaired_files() -> None:
     result = analyze(FIXTURES / "damaged")
-    assert len(result.all_warnings) == 2
+    assert len(result.all_warnings) == 3
     assert any("neff_600000000000001_vnc_0.neff: data_size says" in w for w in result.all_warnings)
     assert any(w.endswith("999999999999999_instid_0_vnc_0.ntff: NTFF with no NEFF of hash 999999999999999") for w in result.all_warnings)
+    assert any("profile_nc_0_session_0.ntff: NTFF not paired: its NEFF neff_600000000000001_vnc_0.neff is invalid" in w for w in result.all_warnings)
     assert analyze(FIXTURES / "rmsnorm").all_warnings == []
 
 

@@ -210,7 +210,12 @@ _PAIR_SCHEMA = pl.Schema({"neff": pl.String(), "ntff": pl.String(), "rule": pl.S
 
 
 def pair(neffs: pl.DataFrame, ntffs: pl.DataFrame) -> pl.DataFrame:
-    """NEFF ↔ NTFF pairs: same numeric hash in both names (rule "hash"), or a session-mode NTFF of core n with every NEFF named `_vnc_<n>` (rule "session-core", an inference)."""
+    """NEFF ↔ NTFF pairs of the valid NEFFs: same numeric hash in both names (rule "hash"), or a session-mode NTFF of core n with every NEFF named `_vnc_<n>` (rule "session-core", an inference)."""
+    return _matches(neffs.filter(pl.col("valid")), ntffs)
+
+
+def _matches(neffs: pl.DataFrame, ntffs: pl.DataFrame) -> pl.DataFrame:
+    """The NEFF ↔ NTFF pairs the names make, whether or not the NEFF decoded."""
     by_hash = (
         neffs.filter(pl.col("hash").is_not_null())
         .select(neff="path", hash="hash")
@@ -227,9 +232,9 @@ def pair(neffs: pl.DataFrame, ntffs: pl.DataFrame) -> pl.DataFrame:
 
 
 def unpaired(neffs: pl.DataFrame, ntffs: pl.DataFrame, pairs: pl.DataFrame, misplaced: list[Path]) -> pl.DataFrame:
-    """Every NEFF and NTFF in no pair, and every misplaced framework trace, with the reason in words."""
+    """Every valid NEFF and every NTFF in no pair, and every misplaced framework trace, with the reason in words (an invalid NEFF is reported as such, not here)."""
     hash_, vnc = pl.col("hash"), pl.col("vnc").cast(pl.String)
-    lone_neffs = neffs.join(pairs.select(path="neff"), on="path", how="anti").select(
+    lone_neffs = neffs.filter(pl.col("valid")).join(pairs.select(path="neff"), on="path", how="anti").select(
         "path",
         reason=pl.when(pl.col("scheme") == "unknown")
         .then(pl.lit("NEFF name follows no known scheme (neff_<hash>[_vnc_<n>].neff, graph_<hash>.neff): cannot be paired"))
@@ -237,10 +242,19 @@ def unpaired(neffs: pl.DataFrame, ntffs: pl.DataFrame, pairs: pl.DataFrame, misp
         .then(pl.format("NEFF with no NTFF of hash {} (its name gives no core, so session-mode NTFFs are not matched to it)", hash_))
         .otherwise(pl.format("NEFF with no NTFF of hash {} and no session-mode NTFF of core {}", hash_, vnc)),
     )
+    invalid = neffs.filter(~pl.col("valid"))
+    blocked = (
+        _matches(invalid, ntffs)
+        .join(invalid.select(neff="path", problem="problem"), on="neff")
+        .group_by(path="ntff")
+        .agg(pl.format("its NEFF {} is invalid ({})", pl.col("neff").str.extract(r"([^/\\]+)$"), "problem").sort().first().alias("blocked"))
+    )
     core = pl.col("core").cast(pl.String)
-    lone_ntffs = ntffs.join(pairs.select(path="ntff"), on="path", how="anti").select(
+    lone_ntffs = ntffs.join(pairs.select(path="ntff"), on="path", how="anti").join(blocked, on="path", how="left").select(
         "path",
-        reason=pl.when(pl.col("scheme") == "model")
+        reason=pl.when(pl.col("blocked").is_not_null())
+        .then(pl.format("NTFF not paired: {}", "blocked"))
+        .when(pl.col("scheme") == "model")
         .then(pl.format("NTFF with no NEFF of hash {}", hash_))
         .when(pl.col("scheme") == "session")
         .then(pl.format("session-mode NTFF of core {} with no NEFF named _vnc_{}", core, core))
