@@ -292,7 +292,7 @@ def capture(
     for row in frame.iter_rows(named=True):
         traces = ", ".join(row["traces"]) or "no trace found"
         click.echo(f"{row['dir']}: {traces}, capture.json, key_averages.json ({row['seconds']:.1f} s)", err=True)
-    click.echo(f"wrote {frame.height} variant(s) under {out}; next: ntrace analyze {out}", err=True)
+    click.echo(f"wrote {plural(frame.height, 'variant')} under {out}; next: ntrace analyze {out}", err=True)
 
 
 @main.command()
@@ -310,12 +310,12 @@ def export(path: Path, out: Path, quiet: bool) -> None:
     traces = find_traces(path)
     if len(traces) != 1:
         listed = ", ".join(str(t) for t in traces[:3]) + (", …" if len(traces) > 3 else "")
-        raise InputError(path, f"holds {len(traces)} traces ({listed or 'none'}); export one file at a time")
+        raise InputError(path, f"holds {plural(len(traces), 'trace')} ({listed or 'none'}); export one file at a time")
     with _progress(enabled=not quiet):
         profile = load(traces[0])
         written = export_perfetto(profile, out)
     _warn(profile.trace.warnings)
-    click.echo(f"wrote {one_line(str(written))}: {profile.complete.height} slices, {profile.links.height} flows, {profile.hardware_idle.height} hardware idle gaps; open it in https://ui.perfetto.dev or chrome://tracing")
+    click.echo(f"wrote {one_line(str(written))}: {plural(profile.complete.height, 'slice')}, {plural(profile.links.height, 'flow')}, {plural(profile.hardware_idle.height, 'hardware idle gap')}; open it in https://ui.perfetto.dev or chrome://tracing")
 
 
 @main.command()
@@ -373,7 +373,7 @@ def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: int) -> 
     with _progress(enabled=not quiet):
         result, written = run(path, out, title=title, jobs=jobs)
     _warn(result.all_warnings)
-    click.echo(f"wrote {one_line(str(written))} ({written.stat().st_size / 1024:.0f} KiB, {len(result.summaries)} trace(s)); open it in any browser, no network needed")
+    click.echo(f"wrote {one_line(str(written))} ({written.stat().st_size / 1024:.0f} KiB, {plural(len(result.summaries), 'trace')}); open it in any browser, no network needed")
 
 
 @main.command()
@@ -394,7 +394,7 @@ def convert(path: Path, out: Path, jobs: int, plain: bool) -> None:
         else:
             click.echo(f"wrote {one_line(row['parquet'])}")
     if done["error"].is_not_null().all():
-        raise InputError(path, f"none of its {done.height} traces could be converted")
+        raise InputError(path, f"none of its {plural(done.height, 'trace')} could be converted")
 
 
 @main.command()

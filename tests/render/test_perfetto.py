@@ -95,6 +95,7 @@ def test_cli_export(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["export", str(trace), "--perfetto", str(out)])
     assert result.exit_code == 0, result.output
     assert out.is_file() and str(out) in result.output
+    assert "9 slices, 2 flows, 1 hardware idle gap;" in result.output  # plurals right
     assert load(out).lanes.equals(load(trace).lanes)
     assert not list(tmp_path.glob(".*.part"))
 

@@ -21,6 +21,7 @@ from ntrace.io.kineto import in_worker
 from ntrace.neuron.artifacts import Session, artifact_warnings, find_sessions, session_dir
 from ntrace.profile import Profile
 from ntrace.summary import Summary
+from ntrace.units import plural
 from ntrace.workflows.device import DeviceJoin, join, session_reports
 
 if TYPE_CHECKING:  # concurrent.futures is imported only where a pool is made
@@ -173,6 +174,6 @@ def analyze(
     artifacts = tuple(s for s in sessions if s.has_artifacts and s.dir not in loaded)
     warnings += artifact_warnings(sessions)
     if not entries and not artifacts:
-        raise InputError(root, f"none of its {len(traces)} trace files could be analyzed (first: {warnings[0].removeprefix('skipped ')})")
+        raise InputError(root, f"none of its {plural(len(traces), 'trace file')} could be analyzed (first: {warnings[0].removeprefix('skipped ')})")
     return Analysis(root, tuple(entries), tuple(warnings), artifacts, session_reports(sessions))
 

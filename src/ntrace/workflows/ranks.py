@@ -13,6 +13,7 @@ from ntrace.analyses.stats import nearest_rank
 from ntrace.errors import InputError, NtraceError
 from ntrace.io.discover import find_traces
 from ntrace.summary import Summary
+from ntrace.units import plural
 from ntrace.workflows.analyze import summarize_all
 
 if TYPE_CHECKING:  # concurrent.futures is imported only where a pool is made
@@ -98,7 +99,7 @@ def ranks(paths: Sequence[str | Path], jobs: int = 1, executor: Executor | None 
     ranked = _ranked(summaries, warnings)
     if not ranked:
         first = warnings[0].removeprefix("skipped ") if warnings else "no trace has a rank"
-        raise InputError(paths[0], f"none of its {len(traces)} traces could be analyzed as a rank ({first})")
+        raise InputError(paths[0], f"none of its {plural(len(traces), 'trace')} could be analyzed as a rank ({first})")
     rows = [_row(s, r, rule) for r, rule, s in ranked]
     lanes = tuple(dict.fromkeys(k.removeprefix("busy_") for row in rows for k in row if k.startswith("busy_")))
     steps = {row["steps"] for row in rows}
