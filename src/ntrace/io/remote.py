@@ -61,7 +61,7 @@ def _download(url: str, dest: Path) -> Path:
         listing = fs.find(root, detail=True) if info["type"] == "directory" else {root: info}
     except FileNotFoundError:
         raise InputError(url, "does not exist (no such bucket, object or prefix)") from None
-    except Exception as exc:  # noqa: BLE001 — each fsspec backend raises its own errors (botocore's, aiohttp's); none carries credentials
+    except Exception as exc:  # each fsspec backend raises its own errors (botocore's, aiohttp's); none carries credentials
         raise InputError(url, f"cannot be listed ({type(exc).__name__}: {exc})") from None
     files = {name: int(meta.get("size") or 0) for name, meta in listing.items() if meta.get("type") == "file"}
     if not files:
@@ -88,5 +88,5 @@ def _get(fs: Any, url: str, name: str, local: Path) -> None:
     local.parent.mkdir(parents=True, exist_ok=True)
     try:
         fs.get_file(name, str(local))
-    except Exception as exc:  # noqa: BLE001 — as in _download
+    except Exception as exc:  # as in _download
         raise InputError(url, f"{name}: cannot be downloaded ({type(exc).__name__}: {exc})") from None
