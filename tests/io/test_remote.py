@@ -84,8 +84,8 @@ def test_s3_trace_file_prefix_and_parquet_give_the_local_json(bucket: str) -> No
 
 
 def test_downloads_are_removed_afterwards(bucket: str) -> None:
-    with local_copies([f"s3://{bucket}/run", "kept/as/is"]) as (copy, kept):
-        assert Path(copy, SRC.name).read_bytes() == SRC.read_bytes() and kept == "kept/as/is"
+    with local_copies([f"s3://{bucket}/run", Path("kept/as/is")]) as (copy, kept):
+        assert Path(copy, SRC.name).read_bytes() == SRC.read_bytes() and kept == Path("kept/as/is")
     assert not Path(copy).exists() and not Path(copy).parent.exists()
 
 
@@ -106,3 +106,13 @@ def test_ranks_reads_s3_prefixes(bucket: str) -> None:
 def test_is_url() -> None:
     assert is_url("s3://b/k") and is_url("gs://b") and is_url("file:///tmp/x")
     assert not is_url("run/trace.json") and not is_url(Path("s3://b/k")) and not is_url("C:\\traces")
+
+
+def test_errors_about_downloaded_files_name_their_urls(bucket: str, endpoint: str, tmp_path: Path) -> None:
+    bad = tmp_path / "rank-0.trace.json"
+    bad.write_text('{"traceEvents": [{"ph": "X", "ts": ')
+    boto3.client("s3", endpoint_url=endpoint).upload_file(str(bad), bucket, "bad/rank-0.trace.json")
+    res = CliRunner().invoke(main, ["analyze", f"s3://{bucket}/bad/rank-0.trace.json"])
+    assert res.exit_code == 2 and res.stderr.startswith(f"error: s3://{bucket}/bad/rank-0.trace.json: ") and res.stderr.count("\n") == 1
+    res = CliRunner().invoke(main, ["ranks", f"s3://{bucket}/bad/"])
+    assert res.exit_code == 2 and res.stderr.startswith(f"error: s3://{bucket}/bad: ") and res.stderr.count("\n") == 1

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from ntrace.errors import InputError
+from ntrace.errors import InputError, NtraceError
 from ntrace.io.files import check_fits
 from ntrace.units import size
 
@@ -34,7 +34,19 @@ def local_copies(paths: Sequence[str | Path]) -> Iterator[list[str | Path]]:
         yield list(paths)
         return
     with tempfile.TemporaryDirectory(prefix="ntrace-remote-") as tmp:
-        yield [_download(p, Path(tmp) / str(i)) if is_url(p) else p for i, p in enumerate(map(str, paths))]
+        copies = {str(p): _download(str(p), Path(tmp) / str(i)) for i, p in enumerate(paths) if is_url(p)}  # URL → the file or directory standing for it
+        try:
+            yield [copies.get(str(p), p) for p in paths]
+        except NtraceError as exc:  # an error about a downloaded file names it by its URL, not its temporary copy
+            raise _renamed(exc, copies) from None
+
+
+def _renamed(exc: NtraceError, copies: dict[str, Path]) -> NtraceError:
+    """`exc` with its path under a copy in `copies` written as the URL it came from (`exc` itself when it names no copy)."""
+    for url, copy in copies.items():
+        if exc.path is not None and (exc.path == str(copy) or exc.path.startswith(f"{copy}/")):
+            return type(exc)(url.rstrip("/") + exc.path[len(str(copy)) :], exc.problem)
+    return exc
 
 
 def _filesystem(url: str) -> tuple[Any, str]:
