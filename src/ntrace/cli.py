@@ -13,9 +13,12 @@ import sys
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Iterable, Iterator, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NoReturn, TextIO
 
 import click
+
+if TYPE_CHECKING:  # concurrent.futures is imported only where a pool is made
+    from concurrent.futures import Executor
 
 # Polars' allocator (jemalloc) holds freed pages 0.5 s, then 1 s more, before returning them; the analysis
 # frees large frames stage after stage, so returning them after 0.1 s lowers peak RSS (94 MiB trace:
@@ -134,6 +137,29 @@ def _progress(enabled: bool) -> Iterator[None]:
         sink.close()
 
 
+#: --executor, on the commands that analyze many traces.
+_EXECUTOR_HELP = "Analyze the traces on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://scheduler:8786); its workers must see the same files (URLs are downloaded here, so use a local cluster for those)."
+
+
+@contextlib.contextmanager
+def _executor(address: str | None) -> Iterator[Executor | None]:
+    """The Dask executor for --executor ADDRESS while the block runs, or None without it."""
+    if address is None:
+        yield None
+        return
+    from ntrace.workflows.distributed import dask_executor
+
+    with dask_executor(address) as executor:
+        yield executor
+
+
+def _absolute(path: str, address: str | None) -> str:
+    """`path` made absolute when a cluster's workers read it (their working directory may differ); URLs and local runs keep it as given."""
+    from ntrace.io.remote import is_url
+
+    return path if address is None or is_url(path) else os.path.abspath(path)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
 @click.version_option(package_name="ntrace")
@@ -142,10 +168,11 @@ def main(debug: bool) -> None:
 
 
 @main.command()
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", type=click.Path(path_type=str))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one row per trace; markdown: tables to paste into a pull request.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar on stderr.")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Analyze this many traces in parallel.")
+@click.option("--executor", "address", default=None, metavar="ADDRESS", help=_EXECUTOR_HELP)
 @click.option("--plain", is_flag=True, help="Use the plain orjson decoder instead of the typed fast path.")
 @click.option("--max-events", type=click.IntRange(1), default=None, help="Analyze only each trace's first N events (for traces too large for memory).")
 @click.option("--sort-by", type=click.Choice(list(SORT_KEYS)), default="self_cpu_time_total", show_default=True, help="Sort the op table by this torch key.")
@@ -155,17 +182,18 @@ def main(debug: bool) -> None:
 @click.option("--recompute", is_flag=True, help="For `ntrace convert` Parquet files: recompute the analysis from the stored events instead of reusing the stored results.")
 @_fail_cleanly
 def analyze(
-    path: Path, fmt: str, quiet: bool, jobs: int, plain: bool, max_events: int | None, sort_by: str, top: int | None, all_rows: bool, group_by_shape: bool, recompute: bool
-) -> None:
-    """Analyze a trace file, or every trace under a directory: lanes, tracks, dispatch gaps, steps."""
+    path: str, fmt: str, quiet: bool, jobs: int, address: str | None, plain: bool, max_events: int | None, sort_by: str, top: int | None, all_rows: bool,
+    group_by_shape: bool, recompute: bool,
+) -> None:  # fmt: skip
+    """Analyze a trace file, or every trace under a directory or an fsspec URL (s3://bucket/prefix): lanes, tracks, dispatch gaps, steps."""
     from ntrace.render.text import TABLE_TOP
     from ntrace.workflows.analyze import analyze as run
 
     if top is None and fmt == "table" and not all_rows:
         top = TABLE_TOP
     view = OpView(sort_by=sort_by, top=top, group_by_shape=group_by_shape)
-    with _progress(enabled=not quiet):
-        result = run(path, jobs=jobs, fast=not plain, max_events=max_events, recompute=recompute)
+    with _progress(enabled=not quiet), _executor(address) as executor:
+        result = run(_absolute(path, address), jobs=jobs, executor=executor, fast=not plain, max_events=max_events, recompute=recompute)
     text = _renderer(fmt).analysis(result, view)
     _warn(result.all_warnings)
     click.echo(text, nl=fmt == "json")
@@ -442,22 +470,23 @@ def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one row per rank; markdown: tables for pull requests.")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Analyze this many traces in parallel.")
+@click.option("--executor", "address", default=None, metavar="ADDRESS", help=_EXECUTOR_HELP)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar on stderr.")
 @_fail_cleanly
-def ranks(paths: tuple[Path, ...], fmt: str, jobs: int, quiet: bool) -> None:
+def ranks(paths: tuple[str, ...], fmt: str, jobs: int, address: str | None, quiet: bool) -> None:
     """Analyze the traces of many ranks of one job together: a row per rank, statistics over ranks, clock offsets, collective skew, stragglers.
 
     Give the rank traces, or directories holding them. A trace's rank comes from its
     distributedInfo.rank, else a number in its file name (rank_3, rank-3, rank3), else Neuron's
-    worker_gid.
+    worker_gid. A path may be an fsspec URL (s3://bucket/prefix), downloaded first.
     """
     from ntrace.workflows.ranks import ranks as run
 
-    with _progress(enabled=not quiet):
-        result = run(paths, jobs=jobs)
+    with _progress(enabled=not quiet), _executor(address) as executor:
+        result = run([_absolute(p, address) for p in paths], jobs=jobs, executor=executor)
     text = _renderer(fmt).ranks(result)
     _warn(result.warnings)
     click.echo(text, nl=fmt == "json")

@@ -68,3 +68,7 @@ class CaptureError(NtraceError):
 
 class OutputError(NtraceError):
     """An output file could not be written."""
+
+
+class SchedulerError(InputError):
+    """A Dask scheduler given with --executor cannot be reached (or distributed is not installed)."""

@@ -17,6 +17,7 @@ from ntrace.errors import InputError, NtraceError
 from ntrace.io import read_trace
 from ntrace.io.cache import is_cache, read_cache_summary
 from ntrace.io.discover import find_traces
+from ntrace.io.remote import is_url, local_copies
 from ntrace.io.kineto import in_worker
 from ntrace.neuron.artifacts import Session, artifact_warnings, find_sessions, session_dir
 from ntrace.profile import Profile
@@ -132,20 +133,25 @@ def analyze(
     path: str | Path,
     *,
     jobs: int = 1,
+    executor: Executor | None = None,
     fast: bool = True,
     lanes: Mapping[str, str] | None = None,
     max_events: int | None = None,
     recompute: bool = False,
     timeline: bool = False,
 ) -> Analysis:
-    """Summarize every trace at or under `path`. A single bad file given directly raises; among many it becomes a warning.
+    """Summarize every trace at or under `path` (a local path or an fsspec URL such as s3://bucket/prefix), on `executor` when given. A single bad file given directly raises; among many it becomes a warning.
 
     `max_events` keeps only each JSON trace's first events; `recompute` ignores the summaries
     stored in `ntrace convert` Parquet files; `timeline` adds what the HTML report draws. Each
     summary gets its capture session's artifacts; sessions whose NEFF/NTFF/.pb files have no
     analyzable trace land in `Analysis.artifacts`, so a directory of artifacts alone is reported
-    rather than refused.
+    rather than refused. A URL's files are downloaded into a temporary directory (ntrace.io.remote),
+    analyzed there and removed.
     """
+    if is_url(path):
+        with local_copies([str(path)]) as (local,):
+            return analyze(local, jobs=jobs, executor=executor, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline)
     root = Path(path)
     notes: list[str] = []
     traces = find_traces(root, notes)
@@ -157,10 +163,16 @@ def analyze(
         why = f" ({'; '.join(notes)})" if notes else ""
         raise InputError(root, f"holds no framework trace (*.json, *.json.gz with traceEvents){why}")
     if not root.is_dir():
-        summary = summarize(root, fast, lanes, max_events, recompute, timeline)
+        if executor is None:
+            summary = summarize(root, fast, lanes, max_events, recompute, timeline)
+        else:
+            (result,) = summarize_all([root], executor=executor, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline)
+            if isinstance(result, NtraceError):
+                raise result
+            summary = result
         sessions = find_sessions(root, None)
         return Analysis(root, ((summary, sessions[0]),), warnings=tuple(artifact_warnings(sessions)), devices=session_reports(sessions))
-    results = summarize_all(traces, jobs=jobs, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline)
+    results = summarize_all(traces, jobs=jobs, executor=executor, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline)
     sessions = find_sessions(root, traces)
     by_dir = {s.dir: s for s in sessions}
     warnings = list(notes)

@@ -12,6 +12,7 @@ from ntrace.analyses import ranks as rk
 from ntrace.analyses.stats import nearest_rank
 from ntrace.errors import InputError, NtraceError
 from ntrace.io.discover import find_traces
+from ntrace.io.remote import local_copies
 from ntrace.summary import Summary
 from ntrace.units import plural
 from ntrace.workflows.analyze import summarize_all
@@ -83,7 +84,13 @@ def _ranked(summaries: list[Summary], warnings: list[str]) -> list[tuple[int, st
 
 
 def ranks(paths: Sequence[str | Path], jobs: int = 1, executor: Executor | None = None) -> RankAnalysis:
-    """Analyze every trace at or under `paths` as one rank each (in `jobs` worker processes, or on `executor`), then compare and align the ranks."""
+    """Analyze every trace at or under `paths` (local paths or fsspec URLs) as one rank each (in `jobs` worker processes, or on `executor`), then compare and align the ranks."""
+    with local_copies(paths) as local:
+        return _ranks(local, jobs, executor)
+
+
+def _ranks(paths: Sequence[str | Path], jobs: int, executor: Executor | None) -> RankAnalysis:
+    """ranks() over local paths."""
     notes: list[str] = []
     traces = list(dict.fromkeys(t for p in paths for t in find_traces(Path(p), notes)))
     if not traces:

@@ -1,0 +1,104 @@
+"""Traces behind fsspec URLs (s3://bucket/prefix/…): listed, sized against the disk and memory available, downloaded into a temporary directory for the time of one analysis.
+
+Credentials are the backend's own (for S3, s3fs reads the user's normal AWS configuration:
+environment, ~/.aws, instance roles); ntrace never reads or prints them. NTRACE_S3_ENDPOINT
+points s3:// URLs at another S3-compatible endpoint (AWS_ENDPOINT_URL works too, through botocore).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from ntrace.errors import InputError, NtraceError
+from ntrace.io.files import check_fits
+from ntrace.units import size
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_url(path: str | Path) -> bool:
+    """True when `path` is a URL for fsspec (scheme://…) rather than a local path; a Path never is (it has lost the double slash)."""
+    return isinstance(path, str) and bool(_URL.match(path))
+
+
+@contextlib.contextmanager
+def local_copies(paths: Sequence[str | Path]) -> Iterator[list[str | Path]]:
+    """`paths` with each URL replaced by a local copy of what it names (a file, or a directory of everything under a prefix), removed afterwards."""
+    if not any(is_url(p) for p in paths):
+        yield list(paths)
+        return
+    with tempfile.TemporaryDirectory(prefix="ntrace-remote-") as tmp:
+        copies = {str(p): _download(str(p), Path(tmp) / str(i)) for i, p in enumerate(paths) if is_url(p)}  # URL → the file or directory standing for it
+        try:
+            yield [copies.get(str(p), p) for p in paths]
+        except NtraceError as exc:  # an error about a downloaded file names it by its URL, not its temporary copy
+            raise _renamed(exc, copies) from None
+
+
+def _renamed(exc: NtraceError, copies: dict[str, Path]) -> NtraceError:
+    """`exc` with its path under a copy in `copies` written as the URL it came from (`exc` itself when it names no copy)."""
+    for url, copy in copies.items():
+        if exc.path is not None and (exc.path == str(copy) or exc.path.startswith(f"{copy}/")):
+            return type(exc)(url.rstrip("/") + exc.path[len(str(copy)) :], exc.problem)
+    return exc
+
+
+def _filesystem(url: str) -> tuple[Any, str]:
+    """The fsspec file system for `url` and the path within it."""
+    try:
+        import fsspec
+    except ImportError:
+        raise InputError(url, "is a URL: reading it needs fsspec (and s3fs for s3://): pip install 'ntrace[remote]'") from None
+    options: dict[str, Any] = {}
+    if url.startswith(("s3://", "s3a://")) and (endpoint := os.environ.get("NTRACE_S3_ENDPOINT")):
+        options["endpoint_url"] = endpoint
+    try:
+        fs, root = fsspec.core.url_to_fs(url, **options)
+    except (ImportError, ValueError) as exc:  # no backend installed for the scheme, or a malformed URL
+        raise InputError(url, f"cannot be opened ({exc})") from None
+    return fs, root
+
+
+def _download(url: str, dest: Path) -> Path:
+    """Copy the file at `url`, or every file under it, into `dest`; the local path standing for `url`."""
+    fs, root = _filesystem(url)
+    try:
+        info = fs.info(root)
+        listing = fs.find(root, detail=True) if info["type"] == "directory" else {root: info}
+    except FileNotFoundError:
+        raise InputError(url, "does not exist (no such bucket, object or prefix)") from None
+    except Exception as exc:  # each fsspec backend raises its own errors (botocore's, aiohttp's); none carries credentials
+        raise InputError(url, f"cannot be listed ({type(exc).__name__}: {exc})") from None
+    files = {name: int(meta.get("size") or 0) for name, meta in listing.items() if meta.get("type") == "file"}
+    if not files:
+        raise InputError(url, "holds no files")
+    total = sum(files.values())
+    dest.mkdir(parents=True)
+    if total > (free := shutil.disk_usage(dest).free):
+        raise InputError(url, f"is too large to download: {size(total)} in {len(files)} files, {size(free)} free in {dest.parent}")
+    for name, nbytes in files.items():
+        if name.endswith(".json"):  # plain JSON: its size is what decoding needs memory for (gzip is checked as it inflates)
+            check_fits(Path(name), nbytes)
+    if info["type"] != "directory":
+        local = dest / Path(root).name
+        _get(fs, url, root, local)
+        return local
+    base = root.rstrip("/")
+    for name in files:
+        _get(fs, url, name, dest / name[len(base) :].lstrip("/"))
+    return dest
+
+
+def _get(fs: Any, url: str, name: str, local: Path) -> None:
+    """Download one file `name` of the file system to `local`."""
+    local.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fs.get_file(name, str(local))
+    except Exception as exc:  # as in _download
+        raise InputError(url, f"{name}: cannot be downloaded ({type(exc).__name__}: {exc})") from None

@@ -1,0 +1,118 @@
+"""Traces behind s3:// URLs (ntrace.io.remote) against a local moto S3 server: the same JSON as the local file, except its path; a missing bucket is a one-line error."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from helpers import REAL_TRACES
+from ntrace.cli import main
+from ntrace.io.remote import is_url, local_copies
+
+pytest.importorskip("s3fs")
+server = pytest.importorskip("moto.server")
+boto3 = pytest.importorskip("boto3")
+SRC = REAL_TRACES / "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
+SECRET = "ntrace-test-secret-not-printed"
+pytestmark = pytest.mark.skipif(not SRC.exists(), reason=f"{SRC} is absent")
+
+
+def _free_port() -> int:
+    """A local TCP port free right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    """A moto S3 server on 127.0.0.1; its URL."""
+    port = _free_port()
+    moto = server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    moto.start()
+    yield f"http://127.0.0.1:{port}"
+    moto.stop()
+
+
+@pytest.fixture()
+def bucket(endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Bucket "traces" holding the real trace under run/ and its `ntrace convert` Parquet under cache/; s3fs pointed at the server with dummy credentials."""
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": str(tmp_path / "none"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+        "AWS_EC2_METADATA_DISABLED": "true", "NTRACE_S3_ENDPOINT": endpoint,
+    }.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)  # only NTRACE_S3_ENDPOINT leads s3fs to the server
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    converted = CliRunner().invoke(main, ["convert", str(SRC), "-o", str(tmp_path / "cache")])
+    assert converted.exit_code == 0, converted.output
+    (parquet,) = (tmp_path / "cache").glob("*.parquet")
+    s3 = boto3.client("s3", endpoint_url=endpoint)
+    s3.create_bucket(Bucket="traces")
+    s3.upload_file(str(SRC), "traces", f"run/{SRC.name}")
+    s3.upload_file(str(parquet), "traces", f"cache/{parquet.name}")
+    return "traces"
+
+
+def _without_paths(doc: Any) -> Any:
+    """The JSON document with every "trace" path dropped."""
+    if isinstance(doc, dict):
+        return {k: _without_paths(v) for k, v in doc.items() if k != "trace"}
+    return [_without_paths(v) for v in doc] if isinstance(doc, list) else doc
+
+
+def _analyze(target: str) -> Any:
+    res = CliRunner().invoke(main, ["analyze", target, "--format", "json", "-q"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_s3_trace_file_prefix_and_parquet_give_the_local_json(bucket: str) -> None:
+    local = _without_paths(_analyze(str(SRC)))
+    assert _without_paths(_analyze(f"s3://{bucket}/run/{SRC.name}")) == local
+    assert _without_paths(_analyze(f"s3://{bucket}/run/")) == local
+    assert _without_paths(_analyze(f"s3://{bucket}/cache")) == local
+    doc = _analyze(f"s3://{bucket}/run")
+    assert doc["profiles"][0]["trace"].endswith(f"/{SRC.name}")
+
+
+def test_downloads_are_removed_afterwards(bucket: str) -> None:
+    with local_copies([f"s3://{bucket}/run", Path("kept/as/is")]) as (copy, kept):
+        assert Path(copy, SRC.name).read_bytes() == SRC.read_bytes() and kept == Path("kept/as/is")
+    assert not Path(copy).exists() and not Path(copy).parent.exists()
+
+
+def test_missing_bucket_or_key_is_one_line_exit_2_without_credentials(bucket: str) -> None:
+    for url in ("s3://no-such-bucket/run", f"s3://{bucket}/nothing/here.json"):
+        res = CliRunner().invoke(main, ["analyze", url])
+        assert res.exit_code == 2 and res.stdout == ""
+        assert res.stderr == f"error: {url}: does not exist (no such bucket, object or prefix)\n"
+        assert SECRET not in res.output
+
+
+def test_ranks_reads_s3_prefixes(bucket: str) -> None:
+    res = CliRunner().invoke(main, ["ranks", f"s3://{bucket}/run", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert len(json.loads(res.stdout)["ranks"]) == 1
+
+
+def test_is_url() -> None:
+    assert is_url("s3://b/k") and is_url("gs://b") and is_url("file:///tmp/x")
+    assert not is_url("run/trace.json") and not is_url(Path("s3://b/k")) and not is_url("C:\\traces")
+
+
+def test_errors_about_downloaded_files_name_their_urls(bucket: str, endpoint: str, tmp_path: Path) -> None:
+    bad = tmp_path / "rank-0.trace.json"
+    bad.write_text('{"traceEvents": [{"ph": "X", "ts": ')
+    boto3.client("s3", endpoint_url=endpoint).upload_file(str(bad), bucket, "bad/rank-0.trace.json")
+    res = CliRunner().invoke(main, ["analyze", f"s3://{bucket}/bad/rank-0.trace.json"])
+    assert res.exit_code == 2 and res.stderr.startswith(f"error: s3://{bucket}/bad/rank-0.trace.json: ") and res.stderr.count("\n") == 1
+    res = CliRunner().invoke(main, ["ranks", f"s3://{bucket}/bad/"])
+    assert res.exit_code == 2 and res.stderr.startswith(f"error: s3://{bucket}/bad: ") and res.stderr.count("\n") == 1
