@@ -322,8 +322,8 @@ class Profile:
         )  # fmt: skip
 
     def timeline(self) -> Timeline:
-        """What the HTML timeline draws: every complete event on its track, and the hardware idle gaps."""
-        events = self.complete.select(pl.col("lane").cast(pl.String), track(), "ts", "end", "dur", "name")
+        """What the HTML timeline draws: every complete event on its track with the args its hover shows, and the hardware idle gaps."""
+        events = self.complete.select(pl.col("lane").cast(pl.String), track(), "ts", "end", "dur", "name", "cat", "correlation", "external_id", "input_dims", "bytes")
         return Timeline(events, self.hardware_idle.select("track", "gap_start", "gap"))
 
     def _both_branches(self) -> None:

@@ -44,7 +44,7 @@ _TUPLES = ("window", "warnings", "outside_steps")
 
 @dataclass(frozen=True)
 class Timeline:
-    """What the HTML timeline draws for one trace: its complete events (lane, track, ts, end, dur, name) and its hardware idle gaps (track, gap_start, gap)."""
+    """What the HTML timeline draws for one trace: its complete events (lane, track, ts, end, dur, name, and cat, correlation, external_id, input_dims, bytes for the hover) and its hardware idle gaps (track, gap_start, gap)."""
 
     events: pl.DataFrame
     idle: pl.DataFrame

@@ -1,20 +1,21 @@
-"""The HTML report: rendered in headless Chromium (no network request, timeline and charts drawn, the seed's three variants shown) and its downsampling."""
+"""The HTML report: rendered in headless Chromium (no network request, timeline and charts drawn, the seed's three variants shown, a real idle stretch zoomed into), and what its timeline embeds."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
 import subprocess
 import zlib
+from decimal import Decimal
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from helpers import REPO, write_trace, x
+from helpers import REAL_TRACES, REPO, write_trace, x
 from ntrace import analyze, load
 from ntrace.cli import main
 from ntrace.render import html as report
@@ -78,6 +79,16 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return doc
 
 
+def embedded(page: str) -> list[dict]:
+    """The timeline data each trace's section embeds (render.timeline's JSON)."""
+    return [json.loads(m.replace("<\\/", "</")) for m in re.findall(r'<script type="application/json" class="tl-json">(.*?)</script>', page, re.S)]
+
+
+def drawn(dom: str) -> list[dict]:
+    """What each timeline's script drew, as it writes it into the page after every redraw (view, plot area, tick labels, hardware rows' rects)."""
+    return [json.loads(html.unescape(m)) for m in re.findall(r'<pre class="tl-drawn" hidden="">(.*?)</pre>', dom, re.S)]
+
+
 def _x_events(trace: Path) -> list[dict]:
     return [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("ph") == "X"]
 
@@ -107,17 +118,19 @@ def test_dom_has_timeline_charts_and_three_variants(rendered: dict) -> None:
     dom = rendered["dom"]
     traces = sorted(RMSNORM.rglob("trace.json"))
     assert len(traces) == 3
-    assert dom.count('<svg class="tl"') == 3  # one timeline per variant
-    # every complete event of the three traces is drawn as one rect (small traces: no downsampling)
-    assert dom.count('<rect class="ev ') == sum(len(_x_events(t)) for t in traces)
-    # every hardware idle gap of the naive variant is highlighted: count them from the raw JSON
+    assert dom.count('<canvas class="tl"') == 3  # one timeline per variant
+    data = embedded(rendered["html"])
+    # every complete event of the three traces is embedded exactly (small traces: under every budget)
+    assert sum(len(r["ex"]["t"]) for d in data for r in d["rows"]) == sum(len(_x_events(t)) for t in traces)
+    # every hardware idle gap of the naive variant is marked: count them from the raw JSON
     naive = next(t for t in traces if "naive" in t.parts)
     kernels = sorted((e["ts"], e["ts"] + e["dur"]) for e in _x_events(naive) if e["cat"] == "kernel")
     n_gaps = sum(1 for (_, end), (start, _) in zip(kernels, kernels[1:]) if start > end)
-    assert n_gaps == 5 and dom.count('<rect class="gap"') == n_gaps
-    assert dom.count('<svg class="chart') == 3 * 2 + 1  # busy bars + idle histogram per variant, one comparison chart
-    # the script ran: it wrote the time-axis labels (empty in the file)
-    assert re.search(r'<g class="axis"><text[^>]*>0\.000us</text>', dom)
+    assert n_gaps == 5 and sorted(sum(len(g["t"]) for g in d["gaps"].values()) for d in data) == [0, 0, n_gaps]
+    assert dom.count('<svg class="chart') == 3 * 3 + 1  # busy bars, idle histogram and step chart per variant, one comparison chart
+    # the script ran: it drew the timelines and wrote what it drew, tick labels first
+    states = drawn(dom)
+    assert len(states) == 3 and all(st["ticks"][0] in ("0.0ms", "0.0us", "0ms", "0us") for st in states), [st["ticks"] for st in states]
     compare = dom[dom.index('id="compare"') : dom.index("</table>", dom.index('id="compare"'))]
     for variant, device_time in (("naive", "2.355ms"), ("fused", "403.300us"), ("compiled", "375.500us")):
         assert f"<td>{variant}</td>" in compare and device_time in compare  # the seed's device times
@@ -130,23 +143,6 @@ def test_dom_has_timeline_charts_and_three_variants(rendered: dict) -> None:
     assert "Artifacts" in dom and "Operators" in dom
 
 
-def test_downsampling_keeps_numbers_and_caps_drawing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    events = [x("k", "kernel", i * 3.0, 2.0, pid=0, tid=0) for i in range(5000)] + [x("aten::op", "cpu_op", 0, 1)]
-    (summary,) = analyze(write_trace(tmp_path / "trace.json", events), timeline=True).summaries
-    assert summary.timeline is not None
-    blocks = report.drawn_blocks(summary, summary.timeline, summary.window[0], summary.window_ns)
-    hw = blocks.filter(pl.col("lane") == "hardware")
-    assert hw["merged"].sum() == 5000  # every event is in exactly one drawn block
-    assert 1 <= hw.height <= report._DATA_W * report.BINS_PER_WIDTH // 2
-    assert blocks.filter(pl.col("lane") == "framework").height == 1  # small tracks are drawn exactly
-    monkeypatch.setattr(report, "MAX_GAPS_PER_TRACK", 10)
-    gaps = report.drawn_gaps(summary, summary.timeline, summary.window[0], summary.window_ns)
-    assert gaps.height == 10 and summary.idle_gaps.len() == 4999
-    page = report.render(analyze(tmp_path / "trace.json", timeline=True))
-    assert "4,999 gaps" in page and "5,000" in page  # histogram title and lane table keep the exact counts
-    assert "Downsampled for drawing" in page
-
-
 def test_report_of_explorer_parquet(tmp_path: Path) -> None:
     from helpers import explorer_rows
 
@@ -155,7 +151,8 @@ def test_report_of_explorer_parquet(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["report", str(tmp_path / "system.parquet"), "-o", str(out)])
     assert result.exit_code == 0, result.output
     page = out.read_text()
-    assert page.count('<rect class="ev ') == explorer_rows().height and page.count('<rect class="gap"') == 4
+    (data,) = embedded(page)
+    assert sum(len(r["ex"]["t"]) for r in data["rows"]) == explorer_rows().height and sum(len(g["t"]) for g in data["gaps"].values()) == 4
 
 
 def test_report_write_error_is_one_line(tmp_path: Path) -> None:
@@ -174,3 +171,96 @@ def test_artifacts_table_lists_every_session_find_sessions_finds() -> None:
     assert len(sessions) == 5 and table.count("<tr>") == len(sessions) + 1  # header row + one per session
     positions = [table.index(f">{s.dir.relative_to(root)}<") for s in sessions]
     assert positions == sorted(positions)  # in directory order
+
+
+ALEXNET = REAL_TRACES / "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
+_UNITS = {"ns": 1, "us": 1000, "ms": 10**6, "s": 10**9}
+
+
+def _dom_at(page: Path, tmp: Path, fragment: str) -> str:
+    """The page's DOM after its script ran, opened at a URL fragment (`tl-0=START:END` sets the first timeline's view, ns from the window start)."""
+    return subprocess.run(
+        [CHROMIUM, *_FLAGS, f"--user-data-dir={tmp / 'profile'}", "--window-size=1400,900", "--dump-dom", f"{page.resolve().as_uri()}#{fragment}"],
+        capture_output=True, text=True, timeout=90, check=True,
+    ).stdout  # fmt: skip
+
+
+def _tick_ns(labels: list[str]) -> list[Decimal]:
+    values = []
+    for label in labels:
+        number, unit = re.fullmatch(r"(-?[0-9.]+)(ns|us|ms|s)", label).groups()  # type: ignore[union-attr]
+        values.append(Decimal(number) * _UNITS[unit])
+    return values
+
+
+def _assert_round_ticks(labels: list[str]) -> None:
+    """Distinct labels, evenly spaced by a 1-2-5 step, each a whole multiple of it."""
+    assert len(labels) >= 2 and len(set(labels)) == len(labels), labels
+    values = _tick_ns(labels)
+    steps = {b - a for a, b in zip(values, values[1:])}
+    assert len(steps) == 1, labels
+    (step,) = steps
+    assert step.normalize().as_tuple().digits[0] in (1, 2, 5) and set(step.normalize().as_tuple().digits[1:]) <= {0}, (labels, step)
+    assert all(v % step == 0 for v in values), labels
+
+
+@pytest.fixture(scope="module")
+def alexnet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[tuple[int, int]]]:
+    """The report of the real AlexNet trace, and its hardware idle gaps as the oracle finds them (ns from the window start)."""
+    from oracle import compute
+
+    tmp = tmp_path_factory.mktemp("alexnet")
+    (tmp / "in").mkdir()
+    trace = tmp / "in" / ALEXNET.name
+    shutil.copy(ALEXNET, trace)
+    out = tmp / "r.html"
+    result = CliRunner().invoke(main, ["report", str(trace), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    want = compute(trace)
+    t0 = want["window"][0]
+    return out, [(s - t0, e - t0) for _, s, e in want["hardware_idle_gaps"]]
+
+
+@needs_chromium
+def test_zooming_into_a_real_idle_stretch_draws_its_gaps(alexnet: tuple[Path, list[tuple[int, int]]], tmp_path: Path) -> None:
+    page, gaps = alexnet
+    # the first run of four short gaps (under 5 µs each) within 40 µs: launch gaps between small kernels
+    i = next(i for i in range(len(gaps) - 3) if all(e - s < 5000 for s, e in gaps[i : i + 4]) and gaps[i + 3][1] - gaps[i][0] < 40_000)
+    a, b = gaps[i][0] - 5000, gaps[i + 3][1] + 5000
+    (state, *_) = drawn(_dom_at(page, tmp_path, f"tl-0={a}:{b}"))
+    assert state["view"] == [a, b]
+    left, width = state["plot"]
+    (row,) = [r for r in state["rows"].values() if any(k == "gap" for k, *_ in r["rects"])]
+    assert row["mode"] == "exact"
+
+    def px(t: int) -> float:
+        return left + (t - a) / (b - a) * width
+
+    want = [(px(s), px(e)) for s, e in gaps if e > a and s < b]
+    got = [(x0, x1) for kind, x0, x1 in row["rects"] if kind == "gap"]
+    assert len(got) == len(want) >= 4
+    assert all(abs(g0 - w0) < 0.02 and abs(g1 - w1) < 0.02 for (g0, g1), (w0, w1) in zip(got, want)), (got, want)
+    assert all(x1 - x0 >= 5 for x0, x1 in got)  # each gap is several pixels wide at this zoom
+    bars = [(x0, x1) for kind, x0, x1 in row["rects"] if kind == "ev"]
+    assert all(e1 <= g0 + 0.02 or e0 >= g1 - 0.02 for e0, e1 in bars for g0, g1 in got)  # no bar covers a gap
+    for (_, g1), (g2, _) in zip(got, got[1:]):  # and a kernel is drawn between each two gaps
+        assert any(e0 >= g1 - 0.02 and e1 <= g2 + 0.02 for e0, e1 in bars)
+    _assert_round_ticks(state["ticks"])
+
+
+@needs_chromium
+def test_tick_labels_are_round_and_distinct_at_every_zoom(alexnet: tuple[Path, list[tuple[int, int]]], tmp_path: Path) -> None:
+    page, gaps = alexnet
+    start = gaps[len(gaps) // 2][0]
+    for width in (10**10, 10**7, 40_000, 2_000, 50):
+        (state, *_) = drawn(_dom_at(page, tmp_path, f"tl-0={start}:{start + width}"))
+        assert state["view"] == [start, start + width]
+        _assert_round_ticks(state["ticks"])
+
+
+@needs_chromium
+def test_long_tables_show_their_first_rows_until_expanded(alexnet: tuple[Path, list[tuple[int, int]]], tmp_path: Path) -> None:
+    dom = _dom_at(alexnet[0], tmp_path, "")
+    ops = dom[dom.index('<table class="sortable ops"') : dom.index("</table>", dom.index('<table class="sortable ops"'))]
+    rows = ops.count("<tr")
+    assert rows - 1 > 20 and ops.count('<tr hidden=""') == rows - 1 - 20  # header + the first 20 shown

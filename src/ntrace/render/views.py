@@ -1,0 +1,148 @@
+"""The report's views of one trace besides the timeline: Overview (verdict, step statistics, time by lane per step), Operators, Kernels, Steps, Findings, Device.
+
+Every number comes from the Summary's frames (oracle-checked analyses) or analyses.verdict; the
+views only lay them out. Tables are `sortable`: the page's script sorts them by a header click
+(numbers by their exact `data-v` value), filters them by a search box and shows the rows past
+the first `top` on request.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Sequence
+
+import polars as pl
+
+from ntrace.analyses.device import DeviceReport
+from ntrace.analyses.stats import stats
+from ntrace.analyses.verdict import verdict
+from ntrace.render.tables import cell, device_frame, header, kernels_frame, ops_frame, step_devices_frame, steps_frame
+from ntrace.summary import Summary
+from ntrace.units import fmt_pct, fmt_time, plural
+from ntrace.workflows.device import DeviceAnalysis
+
+#: Rows of a long table shown before "show all".
+TOP = 20
+#: Steps drawn in the Overview's time-by-lane chart (the Steps table holds every one).
+MAX_STEP_BARS = 12
+
+_HOST_LANES = ("framework", "device", "runtime_api", "other")
+
+
+def esc(text: object) -> str:
+    """Text for HTML, quotes escaped."""
+    return html.escape(str(text), quote=True)
+
+
+def _cell(column: str, value: object) -> str:
+    return ", ".join(str(v) for v in value) if isinstance(value, list) else cell(column, value)
+
+
+def table(frame: pl.DataFrame, cls: str = "", *, top: int = 0, search: bool = False) -> str:
+    """A display frame as an HTML table (cells as the Markdown renderer writes them); numeric cells carry their value for sorting; `top` rows shown until "show all", a filter box when `search`."""
+    numeric = [t.is_numeric() for t in frame.dtypes]
+    head = "".join(f'<th title="sort">{esc(header(c))}</th>' for c in frame.columns)
+    rows = [
+        "<tr>" + "".join(
+            f'<td class=num data-v="{v if v is not None else ""}">{esc(_cell(c, v))}</td>' if n else f"<td>{esc(_cell(c, v))}</td>"
+            for c, v, n in zip(frame.columns, row, numeric)
+        ) + "</tr>"
+        for row in frame.iter_rows()
+    ]  # fmt: skip
+    top_attr = f' data-top="{top}"' if top and frame.height > top else ""
+    controls = '<input class="tfilter" type="search" placeholder="filter rows">' if search else ""
+    more = f'<button class="tmore">show all {frame.height:,} rows</button>' if top_attr else ""
+    body = f'<table class="sortable {cls}"{top_attr}><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    return f'<div class="twrap">{controls}{body}{more}</div>'
+
+
+def overview(summary: Summary) -> str:
+    """The verdict line with its evidence, the step-time statistics and the time by lane per step."""
+    v = verdict(summary.tracks, summary.idle_gaps, summary.kernels)
+    lines = [f'<p class="verdict verdict-{v.kind}">{esc(v.line).replace(v.kind, f"<b>{v.kind}</b>", 1)}</p>']
+    lines.append(f'<p class="note">Rule and thresholds: docs/definitions.md §11 (device-bound under 25 % idle; host-bound when half the idle time is in gaps over 1 ms).</p>')
+    steps = summary.steps
+    if steps.height:
+        s = stats(steps["dur"])
+        lines.append(
+            f"<p>{plural(steps.height, 'step')}: step time p50 {fmt_time(s['p50'])}, p90 {fmt_time(s['p90'])}, max {fmt_time(s['max'])}, "
+            f"total {fmt_time(s['total'])}.</p>{step_lanes_chart(steps)}"
+        )
+    else:
+        lines.append('<p class="note">No ProfilerStep#N annotations: no step statistics.</p>')
+    return f'<h3>Overview</h3>{"".join(lines)}'
+
+
+def step_lanes_chart(steps: pl.DataFrame) -> str:
+    """Per step (the first MAX_STEP_BARS), one thin bar per host lane: its busy time inside the step window, scaled to the longest step."""
+    shown = steps.head(MAX_STEP_BARS)
+    longest = int(shown["dur"].max() or 1) or 1  # type: ignore[arg-type]
+    label_w, bar_w, lane_h = 110, 420, 4
+    row_h = lane_h * len(_HOST_LANES) + 6
+    parts = []
+    for i, r in enumerate(shown.iter_rows(named=True)):
+        y = 22 + i * row_h
+        parts.append(f'<text x="0" y="{y + row_h / 2 + 2}">{esc(r["name"])}</text>')
+        parts.append(f'<rect class="stepbg" x="{label_w}" y="{y}" width="{r["dur"] / longest * bar_w:.2f}" height="{row_h - 4}"><title>{esc(r["name"])}: {fmt_time(r["dur"])}</title></rect>')
+        for j, lane in enumerate(_HOST_LANES):
+            busy = r[f"{lane}_busy"]
+            parts.append(
+                f'<rect class="lane-{lane}" x="{label_w}" y="{y + j * lane_h}" width="{busy / longest * bar_w:.2f}" height="{lane_h - 1}">'
+                f'<title>{esc(r["name"])} · {lane} busy {fmt_time(busy)} ({fmt_pct(busy / r["dur"] if r["dur"] else None)} of the step)</title></rect>'
+            )
+    height = 26 + shown.height * row_h
+    legend = " ".join(f'<tspan class="lane-{lane}">■</tspan> {lane}' for lane in _HOST_LANES)
+    more = f" (first {MAX_STEP_BARS} of {steps.height})" if steps.height > MAX_STEP_BARS else ""
+    return (
+        f'<svg class="chart steps" width="{label_w + bar_w + 20}" height="{height}" viewBox="0 0 {label_w + bar_w + 20} {height}">'
+        f'<text x="0" y="12" font-weight="bold">Time by lane per step{more}: {legend}</text>{"".join(parts)}</svg>'
+    )
+
+
+def operators(summary: Summary) -> str:
+    """The op table (torch's key_averages() columns), sortable and searchable, the first TOP rows until expanded."""
+    ops = ops_frame(summary)
+    if not ops.height:
+        return ""
+    return f"<h3>Operators</h3><p class=note>torch key_averages() columns, computed from the trace; click a header to sort.</p>{table(ops, 'ops', top=TOP, search=True)}"
+
+
+def kernels(summary: Summary) -> str:
+    """Per device activity name: calls, times, share of device time, streams."""
+    frame = kernels_frame(summary)
+    if not frame.height:
+        return ""
+    return f"<h3>Kernels</h3>{table(frame, 'kernels', top=TOP, search=True)}"
+
+
+def steps_view(summary: Summary) -> str:
+    """Per step: its window and host busy per lane, then the device work each step launched."""
+    if not summary.steps.height:
+        return ""
+    devices = step_devices_frame(summary)
+    outside = summary.outside_steps
+    note = f'<p class="note">Device activities in no step: {plural(outside[0], "activity", "activities")}, {fmt_time(outside[1])}.</p>' if outside[0] else ""
+    return f"<h3>Steps</h3>{table(steps_frame(summary), 'steps', top=TOP)}{table(devices, 'stepdev', top=TOP) if devices.height else ''}{note}"
+
+
+def findings(summary: Summary) -> str:
+    """Each finding: its kind, subject, line and time at stake, with the events it rests on (start relative to the window)."""
+    found = summary.findings
+    if found.is_empty():
+        return '<h3>Findings</h3><p class="note">none</p>'
+    t0 = summary.window[0]
+    items = []
+    for r in found.iter_rows(named=True):
+        events = ", ".join(
+            f"{e['name']}{' (from ' + e['op'] + ')' if e['op'] else ''} at +{fmt_time(e['ts'] - t0)} for {fmt_time(e['dur'])}" for e in r["events"]
+        )
+        items.append(f'<li><b>{esc(r["kind"])}</b> · {esc(r["summary"])}<div class="note">events: {esc(events)}</div></li>')
+    return f'<h3>Findings</h3><ul class="findings">{"".join(items)}</ul>'
+
+
+def device(reports: Sequence[DeviceReport], summary: Summary) -> str:
+    """The processed device profiles of the trace's capture session, when it has any (ntrace device's table)."""
+    if not reports:
+        return ""
+    frame = device_frame(DeviceAnalysis(summary.path.parent, tuple(reports)))
+    return f"<h3>Device</h3><p class=note>Processed device profiles of this capture session (see <code>ntrace device</code>).</p>{table(frame, 'device')}"
