@@ -42,7 +42,7 @@
     var state = box.querySelector('.tl-drawn'), search = box.querySelector('input.tl-search'), found = box.querySelector('.tl-found');
     var H = AXIS_H + d.rows.length * ROW_H + 2, v = { a: 0, b: d.span }, match = null, plotW = 1, drag = null;
     var m = new RegExp('[#&]' + box.id + '=(\\d+):(\\d+)').exec(location.hash);
-    if (m && +m[2] > +m[1]) v = { a: +m[1], b: +m[2] };
+    if (m && +m[2] > +m[1]) { v = { a: +m[1], b: +m[2] }; focus = box; }
     function px(t) { return LABEL_W + (t - v.a) / (v.b - v.a) * plotW; }
     function at(x) { return v.a + (x - LABEL_W) / plotW * (v.b - v.a); }
     function mode(r, nsPerPx) {
@@ -181,6 +181,7 @@
       });
     }
     window.addEventListener('resize', draw);
+    box.addEventListener('redraw', draw);
     draw();
   }
 
@@ -215,6 +216,13 @@
     show();
   }
 
+  /* A fragment ending in &solo shows that timeline alone (for screenshots): every element off its path to the body is hidden. */
+  function solo(el) {
+    for (; el && el !== document.body; el = el.parentNode)
+      Array.prototype.forEach.call(el.parentNode.children, function (c) { if (c !== el && c.tagName !== 'SCRIPT') c.style.display = 'none'; });
+  }
+  var focus = null;  // the timeline a URL fragment zoomed, shown once the page is laid out
   document.querySelectorAll('div.timeline').forEach(Timeline);
   document.querySelectorAll('table.sortable').forEach(Table);
+  if (focus && /&solo$/.test(location.hash)) { solo(focus); focus.dispatchEvent(new Event('redraw')); } else if (focus) focus.scrollIntoView();
 })();
