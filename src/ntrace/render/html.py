@@ -20,6 +20,7 @@ from ntrace.analyses.device import DeviceReport
 from ntrace.io.atomic import write_text
 from ntrace.io.manifest import variant_name
 from ntrace.lanes import LANES
+from ntrace.render.distributed import distributed
 from ntrace.render.tables import compare_frame, compare_notes, gaps_frame, hardware_tracks_frame, lanes_frame, variant_names
 from ntrace.render.timeline import timeline_data
 from ntrace.render.views import device, esc as _esc, findings, kernels, operators, overview, steps_view, table
@@ -208,6 +209,7 @@ def render(analysis: Analysis, title: str | None = None) -> str:
     title = title or f"ntrace report: {analysis.root}"
     comparison = variant_table(analysis, names) if len(analysis.summaries) > 1 else None
     parts = [_comparison(comparison)] if comparison is not None else []
+    parts.append(distributed(analysis.summaries))
     reports = [analysis.devices.get(session.dir, ()) if session else () for _, session in analysis]
     order = _order(analysis, comparison)
     parts += [profile_section(analysis.summaries[i], names[i], span, str(i), reports[i]) for i in order]

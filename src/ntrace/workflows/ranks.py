@@ -107,6 +107,18 @@ def _ranks(paths: Sequence[str | Path], jobs: int, executor: Executor | None) ->
     if not ranked:
         first = warnings[0].removeprefix("skipped ") if warnings else "no trace has a rank"
         raise InputError(paths[0], f"none of its {plural(len(traces), 'trace')} could be analyzed as a rank ({first})")
+    return rank_analysis(ranked, warnings)
+
+
+def ranked_summaries(summaries: list[Summary]) -> tuple[list[tuple[int, str, Summary]], list[str]]:
+    """The summaries that have a rank, one per rank, sorted by rank (rank, rule, summary), and the warnings about the others."""
+    warnings: list[str] = []
+    return _ranked(summaries, warnings), warnings
+
+
+def rank_analysis(ranked: list[tuple[int, str, Summary]], warnings: list[str]) -> RankAnalysis:
+    """The ranks compared and aligned: from (rank, rule, summary) sorted by rank, at least one; `warnings` so far come first in the result's."""
+    warnings = list(warnings)
     rows = [_row(s, r, rule) for r, rule, s in ranked]
     lanes = tuple(dict.fromkeys(k.removeprefix("busy_") for row in rows for k in row if k.startswith("busy_")))
     steps = {row["steps"] for row in rows}
