@@ -264,3 +264,13 @@ def test_long_tables_show_their_first_rows_until_expanded(alexnet: tuple[Path, l
     ops = dom[dom.index('<table class="sortable ops"') : dom.index("</table>", dom.index('<table class="sortable ops"'))]
     rows = ops.count("<tr")
     assert rows - 1 > 20 and ops.count('<tr hidden=""') == rows - 1 - 20  # header + the first 20 shown
+
+
+@needs_chromium
+def test_a_search_in_the_url_finds_every_event_of_that_name(alexnet: tuple[Path, list[tuple[int, int]]], tmp_path: Path) -> None:
+    import gzip
+
+    raw = json.loads(gzip.decompress(ALEXNET.read_bytes()))["traceEvents"]
+    want = sum(1 for e in raw if e.get("ph") == "X" and "conv" in str(e.get("name", "")).lower())
+    (state, *_) = drawn(_dom_at(alexnet[0], tmp_path, "tl-0-q=CoNv"))
+    assert want > 0 and state["matches"] == want

@@ -115,6 +115,7 @@
         if (rec) drawn.rows[i] = { mode: lv ? 'level r=' + lv.r : 'exact', rects: rec };
       });
       ctx.restore();
+      if (match) drawn.matches = found_hits.length;
       if (state) state.textContent = JSON.stringify(drawn);
       box.dataset.view = v.a + ':' + v.b;
     }
@@ -180,6 +181,8 @@
         v = { a: h[0] - pad, b: h[1] + pad }; clamp(); draw();
       });
     }
+    var q = new RegExp('[#&]' + box.id + '-q=([^&]*)').exec(location.hash);  // a search given in the URL
+    if (q && search) { search.value = decodeURIComponent(q[1]); search.dispatchEvent(new Event('input')); }
     window.addEventListener('resize', draw);
     box.addEventListener('redraw', draw);
     draw();
