@@ -15,6 +15,7 @@ import polars as pl
 
 from ntrace.analyses.device import DeviceReport
 from ntrace.analyses.stats import stats
+from ntrace.analyses.steps import HOST_LANES
 from ntrace.analyses.verdict import verdict
 from ntrace.render.tables import cell, device_frame, header, kernels_frame, ops_frame, step_devices_frame, steps_frame
 from ntrace.summary import Summary
@@ -25,8 +26,6 @@ from ntrace.workflows.device import DeviceAnalysis
 TOP = 20
 #: Steps drawn in the Overview's time-by-lane chart (the Steps table holds every one).
 MAX_STEP_BARS = 12
-
-_HOST_LANES = ("framework", "device", "runtime_api", "other")
 
 
 def esc(text: object) -> str:
@@ -78,20 +77,20 @@ def step_lanes_chart(steps: pl.DataFrame) -> str:
     shown = steps.head(MAX_STEP_BARS)
     longest = int(shown["dur"].max() or 1) or 1  # type: ignore[arg-type]
     label_w, bar_w, lane_h = 110, 420, 4
-    row_h = lane_h * len(_HOST_LANES) + 6
+    row_h = lane_h * len(HOST_LANES) + 6
     parts = []
     for i, r in enumerate(shown.iter_rows(named=True)):
         y = 22 + i * row_h
         parts.append(f'<text x="0" y="{y + row_h / 2 + 2}">{esc(r["name"])}</text>')
         parts.append(f'<rect class="stepbg" x="{label_w}" y="{y}" width="{r["dur"] / longest * bar_w:.2f}" height="{row_h - 4}"><title>{esc(r["name"])}: {fmt_time(r["dur"])}</title></rect>')
-        for j, lane in enumerate(_HOST_LANES):
+        for j, lane in enumerate(HOST_LANES):
             busy = r[f"{lane}_busy"]
             parts.append(
                 f'<rect class="lane-{lane}" x="{label_w}" y="{y + j * lane_h}" width="{busy / longest * bar_w:.2f}" height="{lane_h - 1}">'
                 f'<title>{esc(r["name"])} · {lane} busy {fmt_time(busy)} ({fmt_pct(busy / r["dur"] if r["dur"] else None)} of the step)</title></rect>'
             )
     height = 26 + shown.height * row_h
-    legend = " ".join(f'<tspan class="lane-{lane}">■</tspan> {lane}' for lane in _HOST_LANES)
+    legend = " ".join(f'<tspan class="lane-{lane}">■</tspan> {lane}' for lane in HOST_LANES)
     more = f" (first {MAX_STEP_BARS} of {steps.height})" if steps.height > MAX_STEP_BARS else ""
     return (
         f'<svg class="chart steps" width="{label_w + bar_w + 20}" height="{height}" viewBox="0 0 {label_w + bar_w + 20} {height}">'
