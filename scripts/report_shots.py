@@ -48,12 +48,12 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        _, page = report(REPO / "fixtures" / "rmsnorm", tmp / "rmsnorm.html")
+        _, page = report(REPO / "fixtures" / "rmsnorm", tmp / "rmsnorm.html", title="ntrace report: fixtures/rmsnorm")
         print(f"{shot(page, args.out / 'report-rmsnorm.png', tmp)}: fixtures/rmsnorm, report {page.stat().st_size:,} bytes")
         (tmp / "tile").mkdir()
         tile = tmp / "tile" / "tile.json"
         subprocess.run([sys.executable, str(REPO / "scripts" / "tile_trace.py"), str(TILE_SOURCE), str(tile), "--size", args.size], check=True)
-        analysis, page = report(tile, tmp / "tile.html")
+        analysis, page = report(tile, tmp / "tile.html", title=f"ntrace report: {tile.stat().st_size / 1e6:.0f} MB tile of the real trace {TILE_SOURCE.name.split('__')[0]}")
         (summary,) = analysis.summaries
         step = summary.steps.row(3, named=True)
         a, b = step["start"] - summary.window[0], step["end"] - summary.window[0]

@@ -76,11 +76,13 @@
       });
       ctx.textAlign = 'left';
       ctx.save(); ctx.beginPath(); ctx.rect(LABEL_W, 0, plotW, H); ctx.clip();
+      var labelEnd = -1;  // a step's label is drawn only where the one before it has ended
       d.steps.forEach(function (s) {
         if (s[1] < v.a || s[0] > v.b) return;
-        var x = px(s[0]); ctx.strokeStyle = STEP; ctx.setLineDash([3, 3]);
+        var x = px(s[0]), label = s[2].replace('ProfilerStep', 'step ');
+        ctx.strokeStyle = STEP; ctx.setLineDash([3, 3]);
         ctx.beginPath(); ctx.moveTo(x, 14); ctx.lineTo(x, H); ctx.stroke(); ctx.setLineDash([]);
-        ctx.fillStyle = STEP; ctx.fillText(s[2].replace('ProfilerStep', 'step '), x + 2, 22);
+        if (x + 2 > labelEnd) { ctx.fillStyle = STEP; ctx.fillText(label, x + 2, 22); labelEnd = x + 8 + ctx.measureText(label).width; }
       });
       d.rows.forEach(function (r, i) {
         var y = AXIS_H + i * ROW_H, rec = r.lane === 'hardware' ? [] : null, g = d.gaps[i], k, x0, x1;
