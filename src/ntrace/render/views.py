@@ -16,7 +16,8 @@ import polars as pl
 from ntrace.analyses.device import DeviceReport
 from ntrace.analyses.stats import stats
 from ntrace.analyses.steps import HOST_LANES
-from ntrace.analyses.verdict import verdict
+from ntrace.analyses.findings import MAX_DISPATCH_GAP
+from ntrace.analyses.verdict import IDLE_BOUND_PCT, verdict
 from ntrace.render.tables import cell, device_frame, header, kernels_frame, ops_frame, step_devices_frame, steps_frame
 from ntrace.summary import Summary
 from ntrace.units import fmt_pct, fmt_time, plural
@@ -59,7 +60,10 @@ def overview(summary: Summary) -> str:
     """The verdict line with its evidence, the step-time statistics and the time by lane per step."""
     v = verdict(summary.tracks, summary.idle_gaps, summary.kernels)
     lines = [f'<p class="verdict verdict-{v.kind}">{esc(v.line).replace(v.kind, f"<b>{v.kind}</b>", 1)}</p>']
-    lines.append(f'<p class="note">Rule and thresholds: docs/definitions.md §11 (device-bound under 25 % idle; host-bound when half the idle time is in gaps over 1 ms).</p>')
+    lines.append(
+        f'<p class="note">Rule and thresholds: docs/definitions.md §11 (device-bound under {IDLE_BOUND_PCT} % idle; '
+        f"host-bound when half the idle time is in gaps over {fmt_time(MAX_DISPATCH_GAP)}).</p>"
+    )
     steps = summary.steps
     if steps.height:
         s = stats(steps["dur"])
