@@ -13,6 +13,7 @@
     if (a >= 1e3) return (us / 1e3).toFixed(3) + 'ms';
     return us.toFixed(3) + 'us';
   }
+  function exact(ns) { return (ns / 1000).toFixed(3) + 'us'; }  // a time since the window start, to the ns
   /* Round tick values: a 1-2-5 step giving about n ticks, labelled in the unit of the view's end with the decimals the step needs. */
   function ticks(a, b, n) {
     var raw = Math.max((b - a) / n, 1), p = Math.pow(10, Math.floor(Math.log10(raw))), m = raw / p;
@@ -135,14 +136,14 @@
       if (ts) {
         k = lower(end, t - tol);
         if (k < ts.length && ts[k] <= t + tol) {
-          text = lv ? lv.c[k].toLocaleString() + ' events merged at this zoom\nstart ' + fmt(ts[k]) + '  length ' + fmt(end[k] - ts[k])
-            : d.names[r.ex.k[k]] + '\nstart ' + fmt(ts[k]) + '  duration ' + fmt(r.ex.d[k]) + ids(r.ex, k) + (d.args[r.ex.a[k]] ? '\n' + d.args[r.ex.a[k]] : '');
+          text = lv ? lv.c[k].toLocaleString() + ' events merged at this zoom\nstart ' + exact(ts[k]) + '  length ' + fmt(end[k] - ts[k])
+            : d.names[r.ex.k[k]] + '\nstart ' + exact(ts[k]) + '  duration ' + fmt(r.ex.d[k]) + ids(r.ex, k) + (d.args[r.ex.a[k]] ? '\n' + d.args[r.ex.a[k]] : '');
         }
       }
       var g = d.gaps[i];
       if (!text && g) {
         k = lower(g.end, t);
-        if (k < g.ts.length && g.ts[k] <= t) text = 'hardware idle ' + fmt(g.d[k]) + '\nfrom ' + fmt(g.ts[k]);
+        if (k < g.ts.length && g.ts[k] <= t) text = 'hardware idle ' + fmt(g.d[k]) + '\nfrom ' + exact(g.ts[k]);
       }
       if (!text) { tip.hidden = true; return; }
       tip.textContent = text; tip.hidden = false;
