@@ -274,3 +274,39 @@ def test_a_search_in_the_url_finds_every_event_of_that_name(alexnet: tuple[Path,
     want = sum(1 for e in raw if e.get("ph") == "X" and "conv" in str(e.get("name", "")).lower())
     (state, *_) = drawn(_dom_at(alexnet[0], tmp_path, "tl-0-q=CoNv"))
     assert want > 0 and state["matches"] == want
+
+
+#: A probe the test appends to a copy of the page: hovers the middle of each bar and gap the first timeline drew on its hardware row and writes the tooltips into the page.
+_HOVER_PROBE = """<script>(function () {
+  var box = document.getElementById('tl-0'), c = box.querySelector('canvas'), r = c.getBoundingClientRect(), out = [];
+  var st = JSON.parse(box.querySelector('.tl-drawn').textContent);
+  var row = Object.keys(st.rows).find(function (k) { return st.rows[k].rects.length; });
+  st.rows[row].rects.forEach(function (q) {
+    var x = (q[1] + q[2]) / 2;
+    if (x < st.plot[0] || x > st.plot[0] + st.plot[1]) return;
+    c.dispatchEvent(new MouseEvent('mousemove', { clientX: r.left + x, clientY: r.top + 30 + 16 * row + 8, bubbles: true }));
+    var tip = box.querySelector('.tl-tip');
+    out.push([q[0], tip.hidden ? null : tip.textContent]);
+  });
+  var pre = document.createElement('pre'); pre.id = 'probe'; pre.textContent = JSON.stringify(out); document.body.appendChild(pre);
+})();</script></body>"""
+
+
+@needs_chromium
+def test_hover_names_each_bar_and_gap_with_its_start_duration_and_args(alexnet: tuple[Path, list[tuple[int, int]]], tmp_path: Path) -> None:
+    page, gaps = alexnet
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.read_text().replace("</body>", _HOVER_PROBE))
+    i = next(i for i in range(len(gaps) - 3) if all(e - s < 5000 for s, e in gaps[i : i + 4]) and gaps[i + 3][1] - gaps[i][0] < 40_000)
+    a, b = gaps[i][0] - 5000, gaps[i + 3][1] + 5000
+    dom = _dom_at(probe, tmp_path, f"tl-0={a}:{b}")
+    tips = json.loads(html.unescape(re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S).group(1)))  # type: ignore[union-attr]
+    shown_gaps = [t for kind, t in tips if kind == "gap"]
+    want_gaps = [(s, e) for s, e in gaps if e > a and s < b]
+    assert len(shown_gaps) == len(want_gaps)
+    for tip, (s, e) in zip(shown_gaps, want_gaps):
+        assert tip == f"hardware idle {(e - s) / 1000:.3f}us\nfrom {s / 1000:.3f}us"
+    bars = [t for kind, t in tips if kind == "ev"]
+    assert bars and all(re.fullmatch(r"[^\n]+\nstart \d+\.\d{3}us  duration \d+\.\d{3}us\ncorrelation \d+ · External id \d+\ncat kernel", t or "") for t in bars), bars
+    starts = {re.search(r"start (\d+\.\d{3})us", t).group(1) for t in bars}  # type: ignore[union-attr, arg-type]
+    assert {f"{e / 1000:.3f}" for _, e in want_gaps[:-1]} <= starts  # the kernel after each gap is the one hovered there
