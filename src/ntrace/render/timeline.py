@@ -31,7 +31,12 @@ SMALL_ROW = 2000
 
 
 def depths(events: pl.DataFrame) -> pl.DataFrame:
-    """The events (lane, track, ts, end, …) with `depth`: how many earlier events of the same lane and track are still open at its start (a stack per row group, so one depth's events never overlap)."""
+    """The events (lane, track, ts, end, …) with `depth`: the size of a stack per lane and track (popped while its top has ended) at the event's start, so one depth's events never overlap.
+
+    A loop over events, for a reason: torch's tree (analyses.nesting, vectorized) places a span
+    that outlives its container beside it, overlapping it, and a row of the drawing must not
+    hold two overlapping bars.
+    """
     ordered = events.sort(["lane", "track", "ts", "end"], descending=[False, False, False, True], maintain_order=True)
     keys = (ordered["lane"] + "\0" + ordered["track"]).to_list()
     starts, ends = ordered["ts"].to_list(), ordered["end"].to_list()
