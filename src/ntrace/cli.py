@@ -333,7 +333,7 @@ def _pass_on(failure: str | None, exit_code: int, out: Path) -> NoReturn:
 @click.option("--name", default=None, help="--script/--inspect: the capture's name in analyze and compare (default: the script's or folder's name).")
 @click.option("--device", type=click.Choice(["auto", "neuron", "cuda", "cpu"]), default="auto", show_default=True, help="auto: neuron if torch_neuronx imports, else cuda if available, else cpu.")
 @click.option("--variants", default="naive,fused,compiled", show_default=True, help="Which RMSNorm variants to capture.")
-@click.option("--shape", default="4,512", show_default=True, help="Input shape (the seed study used 4,512).")
+@click.option("--shape", default="4,512", show_default=True, help="Input shape (4,512 is the published RMSNorm case study's).")
 @click.option("--dtype", default="bfloat16", show_default=True, help="Input dtype, a torch dtype name.")
 @click.option("--schedule", "sched", default=None, help="Profiler schedule wait,warmup,active, run once [study: 2,1,1; --script: 1,1,2].")
 @click.option("--steps", type=click.IntRange(1), default=None, help="--script: capture this many steps (the schedule's active count).")
