@@ -30,7 +30,7 @@ def test_analyze_json_contract_on_directory(tmp_path: Path) -> None:
     proc = _run("analyze", str(tmp_path), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert doc["schema"] == "ntrace.analysis/2" and doc["warnings"] == []
+    assert doc["schema"] == "ntrace.analysis/3" and doc["warnings"] == []
     assert [Path(p["trace"]).name for p in doc["profiles"]] == ["trace.json", "rank0.pt.trace.json.gz"]
     first = doc["profiles"][0]
     assert first["events"] == 2 and first["window_us"] == 8.0

@@ -34,6 +34,7 @@ from ntrace.analyses.part import Part  # noqa: E402
 from ntrace.errors import NtraceError, Terminated, one_line  # noqa: E402
 from ntrace.io.atomic import remove_partial_files  # noqa: E402
 from ntrace.io.progress import reporting  # noqa: E402
+from ntrace.render.columns import CSV_TABLES  # noqa: E402
 from ntrace.units import parse_time, plural, size  # noqa: E402
 
 
@@ -81,6 +82,25 @@ def _renderer(fmt: str) -> ModuleType:
     from ntrace.render import csv, json, markdown, text
 
     return {"table": text, "json": json, "csv": csv, "markdown": markdown}[fmt]
+
+
+def _table_option(command: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--table NAME: which of the command's tables --format csv writes (docs/formats.md, "Column names")."""
+    tables = CSV_TABLES[command]
+    return click.option(
+        "--table", "csv_table", type=click.Choice(tables), default=None, help=f"--format csv: which table to write, one of {', '.join(tables)} [default: {tables[0]}]."
+    )
+
+
+def _rendered(fmt: str, csv_table: str | None, what: str, *args: Any) -> str:
+    """The renderer's `what` output of `args`; with --format csv, the table --table names (refused with another format)."""
+    if fmt != "csv":
+        if csv_table is not None:
+            raise click.UsageError(f"--table {csv_table}: only --format csv writes one table at a time (the {fmt} format has them all)")
+        return str(getattr(_renderer(fmt), what)(*args))
+    from ntrace.render import csv
+
+    return str(getattr(csv, what)(*args, **({"table": csv_table} if csv_table else {})))
 
 
 def _warn(warnings: Iterable[str]) -> None:
@@ -197,7 +217,7 @@ def main(debug: bool) -> None:
     ),
 )
 @click.argument("path", type=click.Path(path_type=str))
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one row per trace; markdown: tables to paste into a pull request.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one table (--table; default one row per trace); markdown: tables to paste into a pull request.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar on stderr.")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Analyze this many traces in parallel.")
 @click.option("--executor", "address", default=None, metavar="ADDRESS", help=_EXECUTOR_HELP)
@@ -210,10 +230,11 @@ def main(debug: bool) -> None:
 @click.option("--all", "all_rows", is_flag=True, help="--format table: show every row of the op table, not the top 20 (json, csv and markdown always keep every row).")
 @click.option("--group-by-shape", is_flag=True, help="One op table row per (name, input shapes), where the trace recorded shapes.")
 @click.option("--recompute", is_flag=True, help="For `ntrace convert` Parquet files: recompute the analysis from the stored events instead of reusing the stored results.")
+@_table_option("analyze")
 @_fail_cleanly
 def analyze(
     path: str, fmt: str, quiet: bool, jobs: int, address: str | None, plain: bool, window: str | None, steps: str | None, max_events: int | None, sort_by: str,
-    top: int | None, all_rows: bool, group_by_shape: bool, recompute: bool,
+    top: int | None, all_rows: bool, group_by_shape: bool, recompute: bool, csv_table: str | None,
 ) -> None:  # fmt: skip
     """Analyze a trace file, or every trace under a directory or an fsspec URL (s3://bucket/prefix): lanes, tracks, dispatch gaps, steps, the op and kernel tables, findings."""
     from ntrace.render.text import TABLE_TOP
@@ -225,7 +246,7 @@ def analyze(
     part = _part(window, steps)
     with _progress(enabled=not quiet), _executor(address) as executor:
         result = run(_absolute(path, address), jobs=jobs, executor=executor, fast=not plain, max_events=max_events, recompute=recompute, part=part)
-    text = _renderer(fmt).analysis(result, view)
+    text = _rendered(fmt, csv_table, "analysis", result, view)
     _warn(result.all_warnings)
     click.echo(text, nl=fmt == "json")
 
@@ -529,15 +550,16 @@ def compare(paths: tuple[Path, ...], baseline: str | None, fmt: str) -> None:
 @click.argument("test", type=click.Path(path_type=Path))
 @click.option("--threshold", type=click.FloatRange(0), default=5.0, show_default=True, help="Percent change below which an op counts as unchanged.")
 @click.option("--fail-above", type=float, default=None, help="Exit 1 when total device time grows by more than this percent (a CI gate).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one row per op; markdown: tables for pull requests.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one table (--table); markdown: tables for pull requests.")
+@_table_option("diff")
 @_fail_cleanly
-def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt: str) -> None:
+def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt: str, csv_table: str | None) -> None:
     """Diff TEST against BASE: per-op added/removed/slower/faster/unchanged, lane totals and gaps before and after."""
     from ntrace.units import fmt_time
     from ntrace.workflows.diff import diff as run
 
     result = run(base, test, threshold=threshold)
-    text = _renderer(fmt).diff(result)
+    text = _rendered(fmt, csv_table, "diff", result)
     _warn(result.warnings)
     click.echo(text, nl=fmt == "json")
     if fail_above is not None and result.fails(fail_above):
@@ -554,12 +576,13 @@ def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt
     epilog=_examples("ntrace ranks job/                        every rank trace under a directory", "ntrace ranks rank_*.json -j 8 --format json"),
 )
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one row per rank; markdown: tables for pull requests.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one table (--table); markdown: tables for pull requests.")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Analyze this many traces in parallel.")
 @click.option("--executor", "address", default=None, metavar="ADDRESS", help=_EXECUTOR_HELP)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar on stderr.")
+@_table_option("ranks")
 @_fail_cleanly
-def ranks(paths: tuple[str, ...], fmt: str, jobs: int, address: str | None, quiet: bool) -> None:
+def ranks(paths: tuple[str, ...], fmt: str, jobs: int, address: str | None, quiet: bool, csv_table: str | None) -> None:
     """Analyze the traces of many ranks of one job together: a row per rank, statistics over ranks, clock offsets, collective skew, stragglers.
 
     Give the rank traces, or directories holding them. A trace's rank comes from its
@@ -570,7 +593,7 @@ def ranks(paths: tuple[str, ...], fmt: str, jobs: int, address: str | None, quie
 
     with _progress(enabled=not quiet), _executor(address) as executor:
         result = run([_absolute(p, address) for p in paths], jobs=jobs, executor=executor)
-    text = _renderer(fmt).ranks(result)
+    text = _rendered(fmt, csv_table, "ranks", result)
     _warn(result.warnings)
     click.echo(text, nl=fmt == "json")
 
