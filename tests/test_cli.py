@@ -30,7 +30,7 @@ def test_analyze_json_contract_on_directory(tmp_path: Path) -> None:
     proc = _run("analyze", str(tmp_path), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert doc["schema"] == "ntrace.analysis/2" and doc["warnings"] == []
+    assert doc["schema"] == "ntrace.analysis/3" and doc["warnings"] == []
     assert [Path(p["trace"]).name for p in doc["profiles"]] == ["trace.json", "rank0.pt.trace.json.gz"]
     first = doc["profiles"][0]
     assert first["events"] == 2 and first["window_us"] == 8.0
@@ -99,3 +99,17 @@ def test_entry_point_keeps_exit_codes_output_and_atexit_handlers(tmp_path: Path)
     gate = entry("diff", str(tmp_path / "b"), str(tmp_path / "a"), "--fail-above", "1")  # device time grows from 0: the gate fails
     assert gate.returncode == 1 and "fail: device time grew" in gate.stderr
     assert ok.stdout == _run("analyze", str(tmp_path), "--format", "json").stdout  # python -m ntrace uses the same entry
+
+
+def test_help_summaries_are_whole_sentences_with_examples_and_exit_codes() -> None:
+    runner = CliRunner()
+    top = runner.invoke(main, ["--help"], terminal_width=80).output
+    assert "..." not in top.split("Commands:")[1]
+    for code in ("0 ", "1 ", "2 ", "130", "143"):
+        assert f"\n    {code}" in top, code
+    for name, command in main.commands.items():
+        summary = command.get_short_help_str(limit=60)
+        assert summary.endswith(".") and not summary.endswith("..."), name
+        assert f"  {name.ljust(9)}  {summary}" in top, name
+        page = runner.invoke(main, [name, "--help"], terminal_width=80).output
+        assert "Examples:\n    ntrace " + name in page, name

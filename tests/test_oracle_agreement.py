@@ -18,21 +18,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import REPO, shared_trace_files
-from ntrace import load
+from ntrace import Part, load
 from ntrace.analyses.ops import OpView, op_rows
 from ntrace.analyses.steps import HOST_LANES
 from ntrace.workflows.compare import variant_row
-from oracle import UNLINKED_ROW, compact_json, compute
+from oracle import UNLINKED_ROW, compact_json, compute, compute_from_events, cut_events, load_trace_events
 
 FIXTURES = sorted((REPO / "fixtures").rglob("trace.json"))
 #: 1712195495505582.988 µs: Kineto's ns-resolution timestamps, where a float64 of µs is 0.25 µs coarse.
 EPOCH = Decimal("1712195495505582.988")
 
 
-def agree(path: Path, group_by_shape: bool = False) -> dict[str, Any]:
-    """Assert every figure ntrace computes for the trace at `path` equals the oracle's; returns the oracle's result."""
-    want = compute(path, group_by_shape=group_by_shape)
-    profile = load(path)
+def agree(path: Path, group_by_shape: bool = False, part: Part | None = None) -> dict[str, Any]:
+    """Assert every figure ntrace computes for the trace at `path` (only its `part`, when given) equals the oracle's on the events it cuts alike; returns the oracle's result."""
+    if part is None:
+        want = compute(path, group_by_shape=group_by_shape)
+    else:
+        want = compute_from_events(cut_events(load_trace_events(path), window=part.window, steps=part.steps), group_by_shape=group_by_shape)
+    profile = load(path, part=part)
     summary = profile.summary()
     assert profile.complete_count == want["events"]
     if want["events"]:

@@ -11,7 +11,7 @@ import ntrace
 
 #: The public API. Changing it is a decision: this list, ntrace._PUBLIC and the README change together.
 PUBLIC = {
-    "load", "Profile", "Trace", "Summary", "OpView",
+    "load", "Profile", "Trace", "Summary", "OpView", "Part",
     "analyze", "Analysis", "compare", "diff", "convert", "ranks", "RankAnalysis",
     "report", "export_perfetto",
     "find_traces", "find_sessions", "read_neff", "lane_table",

@@ -43,7 +43,7 @@ def _plain_sums(path: Path) -> tuple[dict[str, int], dict[str, int], dict[str, i
 
 def test_lane_totals_equal_plain_sums(shared_trace: Path) -> None:
     doc = json.loads(json_renderer.analysis(analyze(shared_trace)), parse_float=Decimal)
-    assert doc["schema"] == "ntrace.analysis/2"
+    assert doc["schema"] == "ntrace.analysis/3"
     (prof,) = doc["profiles"]
     events, total, per_lane = _plain_sums(shared_trace)
     assert sum(lane["events"] for lane in prof["lanes"]) == prof["events"] == sum(events.values())

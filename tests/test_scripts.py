@@ -19,14 +19,30 @@ def test_a_venv_of_another_python_is_made_again_and_a_good_one_kept(tmp_path: Pa
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
     stale = venv / "bin" / "python"
-    stale.write_text("#!/bin/sh\necho /usr/old 3 9 0\n")  # a venv of Python 3.9, say
+    stale.write_text("#!/bin/sh\necho cpython /usr/old 3 9 0\n")  # a venv of Python 3.9, say
     stale.chmod(0o755)
     first = _venv(venv)
     assert first.returncode == 0, first.stderr
-    assert "recreating" in first.stderr and "/usr/old 3 9 0" in first.stderr
+    assert "recreating" in first.stderr and "cpython /usr/old 3 9 0" in first.stderr
     version = subprocess.run([str(venv / "bin" / "python"), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True).stdout
     assert version.strip() == str(sys.version_info[:2])
     marker = venv / "kept"
     marker.write_text("")
     again = _venv(venv)
     assert again.returncode == 0 and again.stderr == "" and marker.exists()  # made by this Python: kept as it is
+
+
+def test_a_venv_of_another_implementation_of_the_same_version_is_made_again(tmp_path: Path) -> None:
+    """Same installation path and version, but PyPy (say) made it: its compiled wheels would not load here."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    stale = venv / "bin" / "python"
+    version = " ".join(str(v) for v in sys.version_info[:3])
+    other = "pypy" if sys.implementation.name != "pypy" else "cpython"
+    stale.write_text(f"#!/bin/sh\necho {other} {sys.base_prefix} {version}\n")
+    stale.chmod(0o755)
+    made = _venv(venv)
+    assert made.returncode == 0, made.stderr
+    assert "recreating" in made.stderr and f"{other} {sys.base_prefix}" in made.stderr
+    who = subprocess.run([str(venv / "bin" / "python"), "-c", "import sys; print(sys.implementation.name)"], capture_output=True, text=True).stdout
+    assert who.strip() == sys.implementation.name

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ntrace.analyses.ops import OpView
+    from ntrace.analyses.part import Part
     from ntrace.capture.profiling import profiling, step
     from ntrace.capture.rmsnorm import capture_study
     from ntrace.errors import CaptureError, InputError, NtraceError, OutputError, TraceFormatError
@@ -37,6 +38,7 @@ _PUBLIC: dict[str, str] = {
     "Trace": "ntrace.trace",
     "Summary": "ntrace.summary",
     "OpView": "ntrace.analyses.ops",
+    "Part": "ntrace.analyses.part",
     # every trace under a path
     "analyze": "ntrace.workflows.analyze",
     "Analysis": "ntrace.workflows.analyze",

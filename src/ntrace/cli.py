@@ -30,10 +30,12 @@ if TYPE_CHECKING:  # concurrent.futures is imported only where a pool is made
 os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:100,muzzy_decay_ms:0,oversize_threshold:65536")
 
 from ntrace.analyses.ops import SORT_KEYS, OpView  # noqa: E402
+from ntrace.analyses.part import Part  # noqa: E402
 from ntrace.errors import NtraceError, Terminated, one_line  # noqa: E402
 from ntrace.io.atomic import remove_partial_files  # noqa: E402
 from ntrace.io.progress import reporting  # noqa: E402
-from ntrace.units import plural, size  # noqa: E402
+from ntrace.render.columns import CSV_TABLES  # noqa: E402
+from ntrace.units import parse_time, plural, size  # noqa: E402
 
 
 def _fail_cleanly(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -80,6 +82,25 @@ def _renderer(fmt: str) -> ModuleType:
     from ntrace.render import csv, json, markdown, text
 
     return {"table": text, "json": json, "csv": csv, "markdown": markdown}[fmt]
+
+
+def _table_option(command: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--table NAME: which of the command's tables --format csv writes (docs/formats.md, "Column names")."""
+    tables = CSV_TABLES[command]
+    return click.option(
+        "--table", "csv_table", type=click.Choice(tables), default=None, help=f"--format csv: which table to write, one of {', '.join(tables)} [default: {tables[0]}]."
+    )
+
+
+def _rendered(fmt: str, csv_table: str | None, what: str, *args: Any) -> str:
+    """The renderer's `what` output of `args`; with --format csv, the table --table names (refused with another format)."""
+    if fmt != "csv":
+        if csv_table is not None:
+            raise click.UsageError(f"--table {csv_table}: only --format csv writes one table at a time (the {fmt} format has them all)")
+        return str(getattr(_renderer(fmt), what)(*args))
+    from ntrace.render import csv
+
+    return str(getattr(csv, what)(*args, **({"table": csv_table} if csv_table else {})))
 
 
 def _warn(warnings: Iterable[str]) -> None:
@@ -160,46 +181,104 @@ def _absolute(path: str, address: str | None) -> str:
     return path if address is None or is_url(path) else os.path.abspath(path)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+#: What every exit status means, for `ntrace --help` (README.md lists the same).
+EXIT_CODES = """\b
+Exit codes:
+  0    done (warnings, if any, went to stderr)
+  1    a gate failed (diff --fail-above, artifacts --fail-on-damage), or a
+       capture --script raised an exception
+  2    bad input or bad usage: one line "error: <file>: <problem>" on stderr
+  130  interrupted (Ctrl-C); files being written are removed
+  143  terminated (SIGTERM); files being written are removed
+  N    capture --script or --inspect: the script's or command's own status
+"""
+
+
+def _examples(*lines: str) -> str:
+    """A command's help epilog: example command lines, each with what it does, kept as written."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
 @click.version_option(package_name="ntrace")
 def main(debug: bool) -> None:
     """Capture and analyze PyTorch profiles of AWS Trainium (Neuron) workloads."""
 
 
-@main.command()
+@main.command(
+    short_help="Analyze traces: lanes, gaps, steps, ops and findings.",
+    epilog=_examples(
+        "ntrace analyze trace.json                 one trace, the op table's top 20 rows",
+        "ntrace analyze profile_output/ -j 4       every trace under a directory, 4 at once",
+        "ntrace analyze trace.json --steps 3-5     only profiler steps 3 to 5",
+        "ntrace analyze trace.json --window 2ms:   from 2 ms after the trace's start",
+        "ntrace analyze run/ --format json         the stable JSON contract",
+    ),
+)
 @click.argument("path", type=click.Path(path_type=str))
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one row per trace; markdown: tables to paste into a pull request.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one table (--table; default one row per trace); markdown: tables to paste into a pull request.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar on stderr.")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Analyze this many traces in parallel.")
 @click.option("--executor", "address", default=None, metavar="ADDRESS", help=_EXECUTOR_HELP)
 @click.option("--plain", is_flag=True, help="Use the plain orjson decoder instead of the typed fast path.")
-@click.option("--max-events", type=click.IntRange(1), default=None, help="Analyze only each trace's first N events (for traces too large for memory).")
+@click.option("--window", "window", default=None, metavar="START:END", help="Analyze only this time window, from the trace's first event start: µs, or with a unit (250:1.5ms, 2s:, :800us); host events starting in it, and the device work they launched.")
+@click.option("--steps", "steps", default=None, metavar="N-M", help="Analyze only profiler steps N to M (ProfilerStep#N…#M, or one step N): from step N's start to step M's end, cut as --window.")
+@click.option("--max-events", type=click.IntRange(1), default=None, help="Read only each trace's first N events in file order (for traces too large for memory; --window and --steps cut by time).")
 @click.option("--sort-by", type=click.Choice(list(SORT_KEYS)), default="self_cpu_time_total", show_default=True, help="Sort the op table by this torch key.")
 @click.option("--top", type=click.IntRange(1), default=None, help="Show only the first N rows of the op table (--format table: 20 unless --all).")
 @click.option("--all", "all_rows", is_flag=True, help="--format table: show every row of the op table, not the top 20 (json, csv and markdown always keep every row).")
 @click.option("--group-by-shape", is_flag=True, help="One op table row per (name, input shapes), where the trace recorded shapes.")
 @click.option("--recompute", is_flag=True, help="For `ntrace convert` Parquet files: recompute the analysis from the stored events instead of reusing the stored results.")
+@_table_option("analyze")
 @_fail_cleanly
 def analyze(
-    path: str, fmt: str, quiet: bool, jobs: int, address: str | None, plain: bool, max_events: int | None, sort_by: str, top: int | None, all_rows: bool,
-    group_by_shape: bool, recompute: bool,
+    path: str, fmt: str, quiet: bool, jobs: int, address: str | None, plain: bool, window: str | None, steps: str | None, max_events: int | None, sort_by: str,
+    top: int | None, all_rows: bool, group_by_shape: bool, recompute: bool, csv_table: str | None,
 ) -> None:  # fmt: skip
-    """Analyze a trace file, or every trace under a directory or an fsspec URL (s3://bucket/prefix): lanes, tracks, dispatch gaps, steps."""
+    """Analyze a trace file, or every trace under a directory or an fsspec URL (s3://bucket/prefix): lanes, tracks, dispatch gaps, steps, the op and kernel tables, findings."""
     from ntrace.render.text import TABLE_TOP
     from ntrace.workflows.analyze import analyze as run
 
     if top is None and fmt == "table" and not all_rows:
         top = TABLE_TOP
     view = OpView(sort_by=sort_by, top=top, group_by_shape=group_by_shape)
+    part = _part(window, steps)
     with _progress(enabled=not quiet), _executor(address) as executor:
-        result = run(_absolute(path, address), jobs=jobs, executor=executor, fast=not plain, max_events=max_events, recompute=recompute)
-    text = _renderer(fmt).analysis(result, view)
+        result = run(_absolute(path, address), jobs=jobs, executor=executor, fast=not plain, max_events=max_events, recompute=recompute, part=part)
+    text = _rendered(fmt, csv_table, "analysis", result, view)
     _warn(result.all_warnings)
     click.echo(text, nl=fmt == "json")
 
 
-@main.command()
+def _part(window: str | None, steps: str | None) -> Part | None:
+    """--window START:END or --steps N-M as a Part (None without either); a click usage error (exit 2) when malformed or both are given."""
+    if window is not None and steps is not None:
+        raise click.UsageError("--window and --steps: give one of them")
+    if steps is not None:
+        first, _, last = steps.partition("-")
+        try:
+            low, high = int(first), int(last or first)
+        except ValueError:
+            raise click.BadParameter(f"{steps!r}: expected N-M or N (profiler step numbers)", param_hint="--steps") from None
+        if low > high:
+            raise click.BadParameter(f"{steps!r}: the first step comes after the last", param_hint="--steps")
+        return Part(steps=(low, high))
+    if window is not None:
+        start, colon, end = window.partition(":")
+        try:
+            if not colon:
+                raise ValueError(f"{window!r}: expected START:END (either may be left out)")
+            lo, hi = parse_time(start) if start.strip() else 0, parse_time(end) if end.strip() else None
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--window") from None
+        if hi is not None and hi <= lo:
+            raise click.BadParameter(f"{window!r}: the end must come after the start", param_hint="--window")
+        return Part(window=(lo, hi))
+    return None
+
+
+@main.command(short_help="Print the table that puts each event category in a lane.", epilog=_examples("ntrace lanes"))
 @_fail_cleanly
 def lanes() -> None:
     """Print the category → lane table that classifies every event, then the name rules for categories that mix compute and data movement."""
@@ -259,7 +338,14 @@ def _pass_on(failure: str | None, exit_code: int, out: Path) -> NoReturn:
     sys.exit(exit_code)
 
 
-@main.command()
+@main.command(
+    short_help="Profile a bundled study, your script or any command.",
+    epilog=_examples(
+        "ntrace capture -o rmsnorm                              the RMSNorm study, three variants",
+        "ntrace capture -o run --script train.py -- --epochs 1  your script; ntrace.step() per step",
+        "ntrace capture -o run --inspect -- python serve.py     any command on the Neuron runtime",
+    ),
+)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path), default=Path("ntrace-capture"), show_default=True, help="Directory to write into (the study: one subdirectory per variant).")
 @click.option("--study", type=click.Choice(["rmsnorm"]), default=None, help="A bundled study (the default when neither --script nor --inspect is given): rmsnorm.")
@@ -268,7 +354,7 @@ def _pass_on(failure: str | None, exit_code: int, out: Path) -> NoReturn:
 @click.option("--name", default=None, help="--script/--inspect: the capture's name in analyze and compare (default: the script's or folder's name).")
 @click.option("--device", type=click.Choice(["auto", "neuron", "cuda", "cpu"]), default="auto", show_default=True, help="auto: neuron if torch_neuronx imports, else cuda if available, else cpu.")
 @click.option("--variants", default="naive,fused,compiled", show_default=True, help="Which RMSNorm variants to capture.")
-@click.option("--shape", default="4,512", show_default=True, help="Input shape (the seed study used 4,512).")
+@click.option("--shape", default="4,512", show_default=True, help="Input shape (4,512 is the published RMSNorm case study's).")
 @click.option("--dtype", default="bfloat16", show_default=True, help="Input dtype, a torch dtype name.")
 @click.option("--schedule", "sched", default=None, help="Profiler schedule wait,warmup,active, run once [study: 2,1,1; --script: 1,1,2].")
 @click.option("--steps", type=click.IntRange(1), default=None, help="--script: capture this many steps (the schedule's active count).")
@@ -323,13 +409,16 @@ def capture(
     click.echo(f"wrote {plural(frame.height, 'variant')} under {out}; next: ntrace analyze {out}", err=True)
 
 
-@main.command()
+@main.command(
+    short_help="Export one trace for Perfetto or chrome://tracing.",
+    epilog=_examples("ntrace export trace.json --perfetto out.json.gz   then open out.json.gz in https://ui.perfetto.dev"),
+)
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--perfetto", "out", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Write a Chrome-trace JSON that Perfetto (ui.perfetto.dev) and chrome://tracing open.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @_fail_cleanly
 def export(path: Path, out: Path, quiet: bool) -> None:
-    """Export one trace (or Neuron Explorer .parquet) with lanes as named processes, launch flows and hardware idle gaps."""
+    """Export one trace (or Neuron Explorer .parquet) with lanes as named processes, one track per stream, launch flows and hardware idle gaps."""
     from ntrace.errors import InputError
     from ntrace.io.discover import find_traces
     from ntrace.render.perfetto import export_perfetto
@@ -346,18 +435,15 @@ def export(path: Path, out: Path, quiet: bool) -> None:
     click.echo(f"wrote {one_line(str(written))}: {plural(profile.complete.height, 'slice')}, {plural(profile.links.height, 'flow')}, {plural(profile.hardware_idle.height, 'hardware idle gap')}; open it in https://ui.perfetto.dev or chrome://tracing")
 
 
-@main.command()
+@main.command(
+    short_help="Read Neuron Explorer's processed device profiles.",
+    epilog=_examples("ntrace device profile_output/                 every profile directory under it", "ntrace device my-profile@latest --format json"),
+)
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv and markdown: one row per profile.")
 @_fail_cleanly
 def device(path: Path, fmt: str) -> None:
-    """Read Neuron Explorer's processed device profiles (Parquet tables) under PATH: engines, DMA, HBM, FLOPs, MFU, the compute- or memory-bound verdict, collectives, throttling, recommendations.
-
-    \b
-    Examples:
-      ntrace device profile_output/        every profile directory under it
-      ntrace device my-profile@latest --format json
-    """
+    """Read Neuron Explorer's processed device profiles (Parquet tables) under PATH: engines, DMA, HBM, FLOPs, MFU, the compute- or memory-bound verdict, collectives, throttling, recommendations."""
     from ntrace.workflows.device import device as run
 
     result = run(path)
@@ -366,7 +452,10 @@ def device(path: Path, fmt: str) -> None:
     click.echo(text, nl=fmt == "json")
 
 
-@main.command()
+@main.command(
+    short_help="List a Neuron profile's NEFF, NTFF and .pb files and pairs.",
+    epilog=_examples("ntrace artifacts profile_output/                    sessions, NEFF headers, pairs", "ntrace artifacts profile_output/ --fail-on-damage   exit 1 on an invalid NEFF (CI)"),
+)
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one row per file; markdown: one table per session.")
 @click.option("--fail-on-damage", is_flag=True, help="Exit 1 when any NEFF is invalid or any file is unpaired (for CI).")
@@ -387,7 +476,10 @@ def artifacts(path: Path, fmt: str, fail_on_damage: bool) -> None:
         sys.exit(1)
 
 
-@main.command()
+@main.command(
+    short_help="Write a self-contained HTML report that opens offline.",
+    epilog=_examples("ntrace report fixtures/rmsnorm -o report.html   three variants compared, one timeline each"),
+)
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path, dir_okay=False), default=Path("ntrace-report.html"), show_default=True, help="The HTML file to write (atomically).")
 @click.option("--title", default=None, help="Page title (default: the analyzed path).")
@@ -395,7 +487,7 @@ def artifacts(path: Path, fmt: str, fail_on_damage: bool) -> None:
 @click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Load this many traces in parallel.")
 @_fail_cleanly
 def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: int) -> None:
-    """Write one self-contained HTML report (opens offline): zoomable four-lane timeline, busy and idle charts, op table, variant comparison."""
+    """Write one self-contained HTML report that opens offline: the verdict, steps, operators, kernels, findings, device and ranks views, and a timeline that redraws exact events at every zoom."""
     from ntrace.render.html import report as run
 
     with _progress(enabled=not quiet):
@@ -404,7 +496,10 @@ def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: int) -> 
     click.echo(f"wrote {one_line(str(written))} ({written.stat().st_size / 1024:.0f} KiB, {plural(len(result.summaries), 'trace')}); open it in any browser, no network needed")
 
 
-@main.command()
+@main.command(
+    short_help="Convert JSON traces to Parquet that analyze reads fast.",
+    epilog=_examples("ntrace convert traces/ -o parquet/ -j 4   then: ntrace analyze parquet/"),
+)
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path, file_okay=False), required=True, help="Directory for the .parquet files (one per trace, same relative paths).")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Convert this many traces in parallel.")
@@ -425,7 +520,10 @@ def convert(path: Path, out: Path, jobs: int, plain: bool) -> None:
         raise InputError(path, f"none of its {plural(done.height, 'trace')} could be converted")
 
 
-@main.command()
+@main.command(
+    short_help="Compare variants side by side, with the speed-up of each.",
+    epilog=_examples("ntrace compare fixtures/rmsnorm                   each variant under one directory", "ntrace compare base/ fused/ --baseline base      one directory per variant"),
+)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--baseline", default=None, help="Variant (name or path) the speed-up is measured against; default: the first.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one row per variant; markdown: a table for pull requests.")
@@ -444,20 +542,24 @@ def compare(paths: tuple[Path, ...], baseline: str | None, fmt: str) -> None:
     click.echo(text, nl=fmt == "json")
 
 
-@main.command()
+@main.command(
+    short_help="Diff two traces op by op, with a CI gate on device time.",
+    epilog=_examples("ntrace diff base.json test.json                  what got slower, faster, added, removed", "ntrace diff base.json test.json --fail-above 5   exit 1 when device time grows over 5%"),
+)
 @click.argument("base", type=click.Path(path_type=Path))
 @click.argument("test", type=click.Path(path_type=Path))
 @click.option("--threshold", type=click.FloatRange(0), default=5.0, show_default=True, help="Percent change below which an op counts as unchanged.")
 @click.option("--fail-above", type=float, default=None, help="Exit 1 when total device time grows by more than this percent (a CI gate).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one row per op; markdown: tables for pull requests.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one table (--table); markdown: tables for pull requests.")
+@_table_option("diff")
 @_fail_cleanly
-def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt: str) -> None:
+def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt: str, csv_table: str | None) -> None:
     """Diff TEST against BASE: per-op added/removed/slower/faster/unchanged, lane totals and gaps before and after."""
     from ntrace.units import fmt_time
     from ntrace.workflows.diff import diff as run
 
     result = run(base, test, threshold=threshold)
-    text = _renderer(fmt).diff(result)
+    text = _rendered(fmt, csv_table, "diff", result)
     _warn(result.warnings)
     click.echo(text, nl=fmt == "json")
     if fail_above is not None and result.fails(fail_above):
@@ -469,14 +571,18 @@ def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt
         sys.exit(1)
 
 
-@main.command()
+@main.command(
+    short_help="Analyze the ranks of one job: skew, stragglers, outliers.",
+    epilog=_examples("ntrace ranks job/                        every rank trace under a directory", "ntrace ranks rank_*.json -j 8 --format json"),
+)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one row per rank; markdown: tables for pull requests.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one table (--table); markdown: tables for pull requests.")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Analyze this many traces in parallel.")
 @click.option("--executor", "address", default=None, metavar="ADDRESS", help=_EXECUTOR_HELP)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar on stderr.")
+@_table_option("ranks")
 @_fail_cleanly
-def ranks(paths: tuple[str, ...], fmt: str, jobs: int, address: str | None, quiet: bool) -> None:
+def ranks(paths: tuple[str, ...], fmt: str, jobs: int, address: str | None, quiet: bool, csv_table: str | None) -> None:
     """Analyze the traces of many ranks of one job together: a row per rank, statistics over ranks, clock offsets, collective skew, stragglers.
 
     Give the rank traces, or directories holding them. A trace's rank comes from its
@@ -487,7 +593,7 @@ def ranks(paths: tuple[str, ...], fmt: str, jobs: int, address: str | None, quie
 
     with _progress(enabled=not quiet), _executor(address) as executor:
         result = run([_absolute(p, address) for p in paths], jobs=jobs, executor=executor)
-    text = _renderer(fmt).ranks(result)
+    text = _rendered(fmt, csv_table, "ranks", result)
     _warn(result.warnings)
     click.echo(text, nl=fmt == "json")
 

@@ -58,3 +58,23 @@ def count(n: int | None) -> str:
 def plural(n: int, one: str, many: str | None = None) -> str:
     """`n` with its noun in the right number: 1 call, 2 calls, 1,000 device activities."""
     return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+#: Units a time given on the command line may carry, in ns; a bare number is µs, as Kineto writes times.
+TIME_UNITS = {"ns": 1, "us": 1000, "µs": 1000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+def parse_time(text: str) -> int:
+    """A time a person wrote ("250", "1.5ms", "2s", "800ns"; bare numbers are µs) as whole ns, finer digits cut off; ValueError when it is not one."""
+    from decimal import Decimal, InvalidOperation
+
+    value = text.strip()
+    unit = next((u for u in sorted(TIME_UNITS, key=len, reverse=True) if value.endswith(u)), "us")
+    number = value.removesuffix(unit).strip() if value.endswith(unit) else value
+    try:
+        amount = Decimal(number)
+    except InvalidOperation:
+        raise ValueError(f"{text!r} is not a time (a number, optionally with ns, us, ms or s)") from None
+    if not amount.is_finite() or amount < 0:
+        raise ValueError(f"{text!r}: a time here is a finite number ≥ 0")
+    return int(amount * TIME_UNITS[unit])

@@ -14,6 +14,7 @@ from .reference import (
     compact_json,
     compute,
     compute_from_events,
+    cut_events,
     events_from_json_text,
     fold,
     freeze,

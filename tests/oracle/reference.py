@@ -713,6 +713,30 @@ def steps_table(
 # --------------------------------------------------------------------------------------------
 
 
+def cut_events(raw_events: list[Any], *, window: tuple[int, int | None] | None = None, steps: tuple[int, int] | None = None) -> list[Any]:
+    """Section 11: the traceEvents list with the complete events outside the part replaced by None
+    (so every index stays the event's position). ``window`` is (start, end or None) in ns from the
+    first kept complete event's ts; ``steps`` (first, last) ProfilerStep numbers, from the first
+    chosen window's start to the last end. Host events and unlaunched device-side events are kept
+    when they start inside; a linked device activity when its runtime call does."""
+    events, _ = read_events(raw_events)
+    by_idx = {e.idx: e for e in events}
+    if steps is not None:
+        chosen = [w for w in step_windows(events) if steps[0] <= (step_number(w.name) or 0) <= steps[1]]
+        start, end = min(w.ts for w in chosen), max(w.end for w in chosen)
+    else:
+        origin = min(e.ts for e in events)
+        lo, hi = window or (0, None)
+        start, end = origin + lo, None if hi is None else origin + hi
+
+    def inside(ts: int) -> bool:
+        return ts >= start and (end is None or ts < end)
+
+    links = link(events, raw_events)
+    keep = {e.idx for e in events if inside(by_idx[links[e.idx]].ts if is_device_activity(e) and e.idx in links else e.ts)}
+    return [None if isinstance(raw, dict) and raw.get("ph") == "X" and idx not in keep else raw for idx, raw in enumerate(raw_events)]
+
+
 def compute(path: str | Path, *, group_by_shape: bool = False) -> dict:
     """Every figure of docs/definitions.md for one trace file. All times are int ns; an
     "index" is the event's position in the traceEvents array. Keys:

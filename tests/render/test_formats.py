@@ -44,13 +44,13 @@ def test_csv_matches_json(tmp_path: Path) -> None:
     for row, prof in zip(rows, doc["profiles"]):
         assert float(row["window_us"]) == prof["window_us"]
         for lane in prof["lanes"]:
-            assert float(row[f"{lane['lane']}_busy_us"]) == lane["busy_us"]
-            assert int(row[f"{lane['lane']}_events"]) == lane["events"]
+            assert float(row[f"busy_us.{lane['lane']}"]) == lane["busy_us"]
+            assert int(row[f"events.{lane['lane']}"]) == lane["events"]
         idle = prof["gaps"]["hardware_idle"]
-        assert int(row["hardware_idle_count"]) == idle["count"] and float(row["hardware_idle_total_us"]) == idle["total_us"]
+        assert int(row["count.hardware_idle"]) == idle["count"] and float(row["total_us.hardware_idle"]) == idle["total_us"]
     # independent check: naive has 3 non-overlapping 4.5 µs executions 20 µs apart
     naive = rows[1]
-    assert float(naive["hardware_busy_us"]) == 13.5 and float(naive["hardware_idle_total_us"]) == 2 * 15.5
+    assert float(naive["busy_us.hardware"]) == 13.5 and float(naive["total_us.hardware_idle"]) == 2 * 15.5
 
 
 def test_markdown_tables(tmp_path: Path) -> None:
@@ -169,10 +169,10 @@ def _rows(*args: str) -> list[dict[str, str]]:
 def test_compare_csv_and_markdown_match_json() -> None:
     doc = json.loads(_cli("compare", str(RMSNORM), "--format", "json"))
     rows = _rows("compare", str(RMSNORM), "--format", "csv")
-    assert [r["variant"] for r in rows] == [v["name"] for v in doc["variants"]] == ["naive", "fused", "compiled"]
+    assert [r["name"] for r in rows] == [v["name"] for v in doc["variants"]] == ["naive", "fused", "compiled"]
     for row, v in zip(rows, doc["variants"]):
-        assert float(row["device_time_us"]) == v["device_us"] and float(row["idle_us"]) == v["idle_us"] and float(row["compute_us"]) == v["compute_us"]
-        assert int(row["op_calls"]) == v["device_op_calls"] and float(row["speedup"]) == pytest.approx(v["speedup"])
+        assert float(row["device_time_us"]) == v["device_time_us"] and float(row["idle_us"]) == v["idle_us"] and float(row["compute_us"]) == v["compute_us"]
+        assert int(row["device_op_calls"]) == v["device_op_calls"] and float(row["speedup"]) == pytest.approx(v["speedup"])
     md = _cli("compare", str(RMSNORM), "--format", "markdown")
     assert "| naive | 2.355ms | 2.352ms | 124.200us | 6 | 245.660us | 2.678ms | 1.00x |" in md  # the seed's naive row
     assert "| fused | 403.300us |" in md and "| compiled | 375.500us |" in md
@@ -185,10 +185,10 @@ def test_diff_csv_and_markdown_match_json() -> None:
     assert [r["name"] for r in rows] == [op["name"] for op in doc["ops"]]
     for row, op in zip(rows, doc["ops"]):
         assert row["status_device"] == (op["status_device"] or "")  # CSV writes null as an empty cell
-        assert (float(row["base_self_device_us"]) if row["base_self_device_us"] else None) == op["self_device_us"]["base"]
+        assert (float(row["self_device_us.base"]) if row["self_device_us.base"] else None) == op["self_device_us"]["base"]
     md = _cli("diff", base, test, "--format", "markdown")
     assert md.startswith("**Device time** 2.355ms → 403.300us (-82.9%)")
-    assert "| aten::mul | op | removed | removed | 3 | - | 1.165ms |" in md
+    assert "| aten::mul | no | removed | removed | 3 | - | 1.165ms |" in md
 
 
 def test_artifacts_csv_has_one_row_per_file() -> None:
@@ -196,8 +196,8 @@ def test_artifacts_csv_has_one_row_per_file() -> None:
     doc = json.loads(_cli("artifacts", str(root), "--format", "json"))
     rows = _rows("artifacts", str(root), "--format", "csv")
     listed = {f["path"] for s in doc["sessions"] for kind in ("neff", "ntff", "pb") for f in s.get(kind, [])}
-    assert {r["file"] for r in rows} == listed and len(rows) == len(listed)
-    orphan = next(r for r in rows if r["file"].endswith("999999999999999_instid_0_vnc_0.ntff"))
-    assert orphan["note"] == next(u["reason"] for s in doc["sessions"] for u in s["unpaired"] if u["path"] == orphan["file"])
+    assert {r["path"] for r in rows} == listed and len(rows) == len(listed)
+    orphan = next(r for r in rows if r["path"].endswith("999999999999999_instid_0_vnc_0.ntff"))
+    assert orphan["note"] == next(u["reason"] for s in doc["sessions"] for u in s["unpaired"] if u["path"] == orphan["path"])
     md = _cli("artifacts", str(root), "--format", "markdown")
     assert md.startswith("### ") and "| neff_600000000000001_vnc_0.neff | neff | 1,624 |" in md

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from helpers import write_trace, x
 from ntrace.cli import main
-from ntrace.render.text import NAME_WIDTH, TABLE_TOP, names
+from ntrace.render.text import NAME_WIDTH, TABLE_TOP, short_names as names
 
 
 def _many_ops(path: Path, n: int) -> Path:

@@ -149,11 +149,11 @@ def test_cli_compare_table_and_json(tmp_path: Path) -> None:
     result = runner.invoke(main, ["compare", str(RMSNORM), "--format", "json"])
     assert result.exit_code == 0, result.output
     doc = orjson.loads(result.stdout)
-    assert doc["schema"] == "ntrace.compare/2"
-    got = {v["name"]: (v["device_us"], v["self_cpu_us"], v["device_op_calls"]) for v in doc["variants"]}
+    assert doc["schema"] == "ntrace.compare/3"
+    got = {v["name"]: (v["device_time_us"], v["self_cpu_us"], v["device_op_calls"]) for v in doc["variants"]}
     assert got == SEED  # exact µs from integer ns
     assert set(doc["variants"][0]) == {
-        "name", "path", "traces", "device", "device_us", "compute_us", "self_cpu_us", "device_op_calls", "idle_us", "step_us", "speedup",
+        "name", "path", "traces", "backend", "device_time_us", "compute_us", "self_cpu_us", "device_op_calls", "idle_us", "median_step_us", "speedup",
         "device_profiles", "mfu_pct", "active_pct", "dma_bytes",
     }  # fmt: skip
     assert (doc["baseline"], doc["basis"]) == ("naive", "device")

@@ -100,8 +100,8 @@ def test_cli_on_two_fixture_variants(tmp_path: Path) -> None:
     worse = runner.invoke(main, ["diff", str(RMSNORM / "fused"), str(RMSNORM / "naive"), "--fail-above", "10", "--format", "json"])
     assert worse.exit_code == 1
     doc = orjson.loads(worse.stdout)
-    assert doc["schema"] == "ntrace.diff/2"
-    assert doc["device_us"] == {"base": 403.3, "test": 2354.9}
+    assert doc["schema"] == "ntrace.diff/3"
+    assert doc["device_time_us"] == {"base": 403.3, "test": 2354.9}
     status = {o["name"]: o["status_device"] for o in doc["ops"]}
     assert status["aten::_fused_rms_norm"] == "removed"
     assert {status[n] for n in ("aten::mul", "aten::add", "aten::rsqrt", "aten::mean")} == {"added"}

@@ -171,15 +171,15 @@ def test_json_contract(made) -> None:
     res = CliRunner().invoke(main, ["ranks", str(out), "--format", "json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout, parse_float=Decimal)
-    assert doc["schema"] == "ntrace.ranks/1"
+    assert doc["schema"] == "ntrace.ranks/2"
     assert set(doc) == {"schema", "alignment", "matching", "ranks", "stats", "outliers", "collectives", "stragglers", "warnings"}
-    keys = {"rank", "trace", "rule", "steps", "step_us_p50", "step_us_p90", "busy_us", "idle_us", "comm_us", "exposed_comm_us", "overlap_pct", "launch_latency_us_p50", "offset_us"}
+    keys = {"rank", "trace", "rule", "steps", "step_p50_us", "step_p90_us", "busy_us", "idle_us", "comm_us", "exposed_comm_us", "overlap_pct", "launch_latency_p50_us", "offset_us"}
     assert all(set(r) == keys for r in doc["ranks"])
     assert [ns(r["offset_us"]) for r in doc["ranks"]] == manifest["offsets_ns"]
-    assert {"name", "instances", "skew_us_p50", "skew_us_max", "transfer_us_p50"} == set(doc["collectives"][0])
-    assert doc["stragglers"][0]["rank"] == LATE and set(doc["stragglers"][0]) == {"rank", "times_last", "pct_last", "wait_caused_us"}
-    assert {"column", "min", "median", "max"} == set(doc["stats"][0])
-    assert {(o["column"], o["rank"]) for o in doc["outliers"]} >= {("comm_us", LATE)}
+    assert {"name", "instances", "skew_p50_us", "skew_max_us", "transfer_p50_us"} == set(doc["collectives"][0])
+    assert doc["stragglers"][0]["rank"] == LATE and set(doc["stragglers"][0]) == {"rank", "times_last", "last_pct", "wait_caused_us"}
+    assert {"figure", "min", "median", "max"} == set(doc["stats"][0])
+    assert {(o["figure"], o["rank"]) for o in doc["outliers"]} >= {("comm_us", LATE)}
     for fmt in ("table", "csv", "markdown"):
         res = CliRunner().invoke(main, ["ranks", str(out), "--format", fmt])
         assert res.exit_code == 0 and "rank" in res.stdout

@@ -1,14 +1,18 @@
-"""The CSV renderer: one flat table per command (µs floats, shares 0..1), for spreadsheets and scripts."""
+"""The CSV renderer: one flat table per run (µs floats, shares 0..1, columns from the one vocabulary), for spreadsheets and scripts; `--table` picks which (ntrace.render.tables.CSV_TABLES)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import polars as pl
 
 from ntrace.analyses.ops import OpView
 from ntrace.neuron.artifacts import Session
-from ntrace.render.tables import artifact_files_frame, compare_frame, device_frame, diff_ops_frame, ranks_frame, summary_frame
+from ntrace.render.tables import (
+    artifact_files_frame, compare_frame, device_frame, diff_gaps_frame, diff_lanes_frame, diff_ops_frame, findings_frame, gaps_frame, kernels_frame, lanes_frame,
+    ops_frame, rank_collectives_frame, rank_stats_values, ranks_frame, step_devices_frame, steps_frame, stragglers_frame, summary_frame, tracks_frame, variant_names,
+)
+from ntrace.summary import Summary
 from ntrace.workflows.analyze import Analysis
 from ntrace.workflows.compare import Comparison
 from ntrace.workflows.device import DeviceAnalysis
@@ -24,9 +28,26 @@ def frame_csv(frame: pl.DataFrame) -> str:
     return frame.write_csv()
 
 
-def analysis(result: Analysis, view: OpView = OpView()) -> str:
-    """The analysis as CSV: per trace its window, per-lane busy time and events, and both gap kinds' statistics."""
-    return frame_csv(summary_frame(result))
+#: analyze's per-trace tables, by --table name; each row gets the trace's name in a leading `trace` column.
+_PER_TRACE: dict[str, Callable[[Summary, OpView], pl.DataFrame]] = {
+    "lanes": lambda s, v: lanes_frame(s),
+    "tracks": lambda s, v: tracks_frame(s),
+    "gaps": lambda s, v: gaps_frame(s),
+    "steps": lambda s, v: steps_frame(s),
+    "step_devices": lambda s, v: step_devices_frame(s),
+    "ops": ops_frame,
+    "kernels": lambda s, v: kernels_frame(s).head(v.top) if v.top else kernels_frame(s),
+    "findings": lambda s, v: findings_frame(s),
+}
+
+
+def analysis(result: Analysis, view: OpView = OpView(), table: str = "summary") -> str:
+    """The analysis as CSV: `summary` is one row per trace (window, events and busy per lane, gap statistics, footers); any other table of CSV_TABLES["analyze"] has every trace's rows, each led by its `trace`."""
+    if table == "summary":
+        return frame_csv(summary_frame(result))
+    names = variant_names(result.summaries, result.root)
+    frames = [_PER_TRACE[table](s, view).select(pl.lit(name).alias("trace"), pl.all()) for s, name in zip(result.summaries, names)]
+    return frame_csv(pl.concat(frames, how="diagonal_relaxed")) if frames else ""
 
 
 def compare(comparison: Comparison) -> str:
@@ -34,9 +55,9 @@ def compare(comparison: Comparison) -> str:
     return frame_csv(compare_frame(comparison))
 
 
-def diff(d: Diff) -> str:
-    """A diff as CSV: one row per op (statuses, calls, self device/CPU before and after in µs, change in %)."""
-    return frame_csv(diff_ops_frame(d))
+def diff(d: Diff, table: str = "ops") -> str:
+    """A diff as CSV: `ops` one row per op (statuses, calls, self device/CPU before and after in µs, change in %), `lanes` per lane, `gaps` per gap kind."""
+    return frame_csv({"ops": diff_ops_frame, "lanes": diff_lanes_frame, "gaps": diff_gaps_frame}[table](d))
 
 
 def artifacts(sessions: Sequence[Session]) -> str:
@@ -49,6 +70,7 @@ def device(result: DeviceAnalysis) -> str:
     return frame_csv(device_frame(result))
 
 
-def ranks(result: RankAnalysis) -> str:
-    """Many ranks as CSV: one row per rank (figures in µs, overlap in percent, clock offset, rank rule, trace)."""
-    return frame_csv(ranks_frame(result))
+def ranks(result: RankAnalysis, table: str = "ranks") -> str:
+    """Many ranks as CSV: `ranks` one row per rank (figures in µs, overlap in percent, clock offset, rank rule, trace); `stats`, `collectives`, `stragglers` as their names say."""
+    frames = {"ranks": ranks_frame, "stats": rank_stats_values, "collectives": rank_collectives_frame, "stragglers": stragglers_frame}
+    return frame_csv(frames[table](result))

@@ -1,4 +1,4 @@
-"""The JSON renderer: the stable contracts other tooling reads (`ntrace.analysis/2`, `ntrace.compare/2`, `ntrace.diff/2`, `ntrace.artifacts/1`, `ntrace.device/1`), every µs value written exactly from integer ns."""
+"""The JSON renderer: the stable contracts other tooling reads (`ntrace.analysis/3`, `ntrace.compare/3`, `ntrace.diff/3`, `ntrace.artifacts/1`, `ntrace.device/1`, `ntrace.ranks/2`), keys from the one vocabulary (ntrace.render.columns), every µs value written exactly from integer ns."""
 
 from __future__ import annotations
 
@@ -20,12 +20,12 @@ from ntrace.workflows.device import DeviceAnalysis, DeviceJoin
 from ntrace.workflows.diff import Diff
 from ntrace.workflows.ranks import ALIGNMENT_RULE, RankAnalysis
 
-SCHEMA = "ntrace.analysis/2"
-COMPARE_SCHEMA = "ntrace.compare/2"
-DIFF_SCHEMA = "ntrace.diff/2"
+SCHEMA = "ntrace.analysis/3"
+COMPARE_SCHEMA = "ntrace.compare/3"
+DIFF_SCHEMA = "ntrace.diff/3"
 ARTIFACTS_SCHEMA = "ntrace.artifacts/1"
 DEVICE_SCHEMA = "ntrace.device/1"
-RANKS_SCHEMA = "ntrace.ranks/1"
+RANKS_SCHEMA = "ntrace.ranks/2"
 
 
 def _dumps(doc: dict[str, Any]) -> str:
@@ -69,7 +69,7 @@ def summary_dict(summary: Summary, session: Session | None, view: OpView = OpVie
         "events": summary.events,
         "window_us": exact_us(summary.window_ns),
         "start_us": exact_us(summary.window[0]),
-        "device": summary.device,
+        "backend": summary.device,
         "lanes": lanes,
         "tracks": [
             {"lane": r["lane"], "track": r["track"], "events": r["events"], "total_us": exact_us(r["total"]), "busy_us": exact_us(r["busy"]),
@@ -97,7 +97,7 @@ def summary_dict(summary: Summary, session: Session | None, view: OpView = OpVie
         ],
         "outside_steps": {"events": outside_events, "total_us": exact_us(outside_ns)},
         "ops": ops_dicts(op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns, view)),
-        "op_totals": {"self_cpu_us": exact_us(summary.self_cpu_ns), "device_us": exact_us(summary.device_ns)},
+        "op_totals": {"self_cpu_us": exact_us(summary.self_cpu_ns), "device_time_us": exact_us(summary.device_ns)},
         "kernels": [
             {"name": r["name"], "calls": r["calls"], **{f"{k}_us": exact_us(r[k]) for k in ("total", "mean", "min", "max")}, "share": r["share"], "streams": r["streams"]}
             for r in summary.kernels.iter_rows(named=True)
@@ -110,7 +110,7 @@ def summary_dict(summary: Summary, session: Session | None, view: OpView = OpVie
 
 
 def analysis(result: Analysis, view: OpView = OpView()) -> str:
-    """The whole analysis as one JSON object (schema `ntrace.analysis/2`)."""
+    """The whole analysis as one JSON object (schema `ntrace.analysis/3`)."""
     doc = {
         "schema": SCHEMA,
         "profiles": [summary_dict(s, session, view, result.device_join(s, session)) for s, session in result],
@@ -158,7 +158,7 @@ def findings_dicts(summary: Summary) -> list[dict[str, Any]]:
 
 
 def compare(comparison: Comparison) -> str:
-    """The comparison as one JSON object (schema `ntrace.compare/2`): baseline, basis, one object per variant (exact µs), warnings."""
+    """The comparison as one JSON object (schema `ntrace.compare/3`): baseline, basis, one object per variant (exact µs), warnings."""
     doc = {
         "schema": COMPARE_SCHEMA,
         "baseline": comparison.baseline,
@@ -168,13 +168,13 @@ def compare(comparison: Comparison) -> str:
                 "name": r["name"],
                 "path": r["path"],
                 "traces": r["traces"],
-                "device": r["device_name"],
-                "device_us": exact_us(r["device"]),
+                "backend": r["device_name"],
+                "device_time_us": exact_us(r["device"]),
                 "compute_us": exact_us(r["compute"]),
                 "self_cpu_us": exact_us(r["self_cpu"]),
                 "device_op_calls": r["device_op_calls"],
                 "idle_us": exact_us(r["idle"]),
-                "step_us": exact_us(r["step"]),
+                "median_step_us": exact_us(r["step"]),
                 "speedup": r["speedup"],
                 "device_profiles": r["device_profiles"],
                 "mfu_pct": r["mfu_pct"],
@@ -200,7 +200,7 @@ def diff_dict(d: Diff) -> dict[str, Any]:
         "base": str(d.base),
         "test": str(d.test),
         "threshold_pct": d.threshold,
-        "device_us": _sides(d.base_device, d.test_device),
+        "device_time_us": _sides(d.base_device, d.test_device),
         "device_change_pct": d.device_change_pct,
         "ops": [
             {
@@ -233,7 +233,7 @@ def diff_dict(d: Diff) -> dict[str, Any]:
 
 
 def diff(d: Diff) -> str:
-    """The diff as one JSON object (schema `ntrace.diff/2`)."""
+    """The diff as one JSON object (schema `ntrace.diff/3`)."""
     return _dumps(diff_dict(d))
 
 
@@ -332,12 +332,12 @@ def device_join_dict(joined: DeviceJoin) -> dict[str, Any]:
     return {
         "profiles": [device_report_dict(r) for r in joined.reports],
         "ops": [
-            {"op": o["op"], "neff": o["neff"], "executions": o["executions"], "device_us": exact_us(o["device_ns"]), "active_us": {e: exact_us(o[f"{e}_ns"]) for e in ENGINES},
+            {"op": o["op"], "neff": o["neff"], "executions": o["executions"], "device_time_us": exact_us(o["device_ns"]), "active_us": {e: exact_us(o[f"{e}_ns"]) for e in ENGINES},
              "hardware_flops": o["hardware_flops"], "model_flops": o["model_flops"], "hbm_bytes": o["hbm_bytes"]}
             for o in joined.ops.iter_rows(named=True)
         ],
         "fragmentation": [
-            {"step": f["step"], "neffs": f["neffs"], "executions": f["executions"], "dispatch_us_per_execution": exact_us(f["dispatch_ns"]), "device_us_per_execution": exact_us(f["device_ns"])}
+            {"step": f["step"], "neffs": f["neffs"], "executions": f["executions"], "dispatch_per_execution_us": exact_us(f["dispatch_ns"]), "device_per_execution_us": exact_us(f["device_ns"])}
             for f in joined.fragmentation.iter_rows(named=True)
         ],
         "warnings": list(joined.warnings),
@@ -356,7 +356,7 @@ def _rank_figure(name: str, value: float | None) -> Any:
 
 
 def ranks(result: RankAnalysis) -> str:
-    """Many ranks as one JSON object (schema `ntrace.ranks/1`): per rank, statistics over ranks, outliers, collectives, stragglers, the rules used."""
+    """Many ranks as one JSON object (schema `ntrace.ranks/2`): per rank, statistics over ranks, outliers, collectives, stragglers, the rules used."""
     times = set(result.figures) - {"steps", "overlap_pct"}
     rows = []
     for r in result.table.iter_rows(named=True):
@@ -374,18 +374,18 @@ def ranks(result: RankAnalysis) -> str:
         "matching": result.match_rule,
         "ranks": rows,
         "stats": [
-            {"column": (name := rank_figure_name(s["column"])), **{k: _rank_figure(name, s[k]) for k in ("min", "median", "max")}} for s in result.stats.iter_rows(named=True)
+            {"figure": (name := rank_figure_name(s["column"])), **{k: _rank_figure(name, s[k]) for k in ("min", "median", "max")}} for s in result.stats.iter_rows(named=True)
         ],
         "outliers": [
-            {"column": (name := rank_figure_name(o["column"])), "rank": o["rank"], **{k: _rank_figure(name, o[k]) for k in ("value", "median", "mad")}}
+            {"figure": (name := rank_figure_name(o["column"])), "rank": o["rank"], **{k: _rank_figure(name, o[k]) for k in ("value", "median", "mad")}}
             for o in result.outliers.iter_rows(named=True)
         ],
         "collectives": [
-            {"name": c["name"], "instances": c["instances"], **{f"{k}_us_{s}": exact_us(c[f"{k}_{s}"]) for k, s in (("skew", "p50"), ("skew", "max"), ("transfer", "p50"))}}
+            {"name": c["name"], "instances": c["instances"], **{f"{k}_{s}_us": exact_us(c[f"{k}_{s}"]) for k, s in (("skew", "p50"), ("skew", "max"), ("transfer", "p50"))}}
             for c in result.collectives.iter_rows(named=True)
         ],
         "stragglers": [
-            {"rank": s["rank"], "times_last": s["times_last"], "pct_last": s["pct_last"], "wait_caused_us": exact_us(s["wait_caused"])} for s in result.stragglers.iter_rows(named=True)
+            {"rank": s["rank"], "times_last": s["times_last"], "last_pct": s["pct_last"], "wait_caused_us": exact_us(s["wait_caused"])} for s in result.stragglers.iter_rows(named=True)
         ],
         "warnings": list(result.warnings),
     }

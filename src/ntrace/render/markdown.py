@@ -56,16 +56,30 @@ def summary_markdown(profile: Summary, name: str, view: OpView = OpView(), joine
     if kernels.height:
         shown = kernels.head(view.top) if view.top else kernels
         out += ["**Device activities by name**", "", frame_table(shown), ""]
+    if ops.height:
+        out += ["**Findings**", "", *_findings(profile), ""]
     if joined is not None and joined.reports:
-        out += ["**Device profiles** of this session", "", frame_table(device_frame(DeviceAnalysis(profile.path, joined.reports)).drop("profile", "recommendations")), ""]
+        out += ["**Device profiles** of this session", "", frame_table(device_frame(DeviceAnalysis(profile.path, joined.reports)).drop("path", "recommendations")), ""]
         if joined.ops.height:
             out += ["**Device work by op** (each execution's NEFF profile)", "", frame_table(device_ops_frame(joined)), ""]
     return "\n".join(out)
 
 
+def _findings(profile: Summary) -> list[str]:
+    """Each finding as a list item, the events it rests on (name, launching op, start after the window's, duration) below it."""
+    if profile.findings.is_empty():
+        return ["- none"]
+    start = profile.window[0]
+    out = []
+    for r in profile.findings.iter_rows(named=True):
+        events = ", ".join(f"`{e['name'] or ''}`" + (f" (from `{e['op']}`)" if e["op"] else "") + f" at +{fmt_time(e['ts'] - start)} for {fmt_time(e['dur'])}" for e in r["events"])
+        out += [f"- {r['summary']}".translate(_ESCAPES), f"  - events: {events}".translate(_ESCAPES)]
+    return out
+
+
 def _summary_columns(frame: pl.DataFrame) -> pl.DataFrame:
     """The comparison columns a reviewer reads first: window, busy per lane, hardware idle, launch latency and queue delay."""
-    keep = ["trace", "window_us", *(c for c in frame.columns if c.endswith("_busy_us")), "hardware_idle_count", "hardware_idle_total_us", "launch_latency_p50_us", "queue_delay_p50_us"]
+    keep = ["trace", "window_us", *(c for c in frame.columns if c.startswith("busy_us.")), "count.hardware_idle", "total_us.hardware_idle", "p50_us.launch_latency", "p50_us.queue_delay"]
     return frame.select(c for c in keep if c in frame.columns)
 
 
@@ -77,6 +91,8 @@ def analysis(result: Analysis, view: OpView = OpView()) -> str:
         parts += ["**Summary** (one row per trace)", "", frame_table(_summary_columns(summary_frame(result))), ""]
     names = variant_names(result.summaries, result.root)
     parts += [summary_markdown(s, n, view, result.device_join(s, session)) for (s, session), n in zip(result, names)]
+    if result.artifacts:
+        parts += ["**Sessions with no framework trace**", "", artifacts(result.artifacts)]
     parts += _warnings(result.all_warnings)
     return "\n".join(parts)
 
@@ -124,7 +140,7 @@ def artifacts(sessions: Sequence[Session]) -> str:
     files = artifact_files_frame(sessions)
     parts = []
     for s in sessions:
-        mine = files.filter(pl.col("session") == str(s.dir)).drop("session").with_columns(pl.col("file").str.split("/").list.last())
+        mine = files.filter(pl.col("dir") == str(s.dir)).drop("dir").with_columns(pl.col("path").str.split("/").list.last())
         parts += [f"### {s.dir}".translate(_ESCAPES), "", frame_table(mine), ""]
     return "\n".join(parts)
 

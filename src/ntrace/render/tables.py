@@ -1,4 +1,4 @@
-"""Analysis results as flat display frames (µs floats in `*_us` columns, shares 0–1, `*_pct` percents 0–100), shared by the CSV, Markdown and HTML renderers."""
+"""Analysis results as flat display frames named in the one vocabulary (ntrace.render.columns: µs floats in `*_us` columns, shares 0–1, `*_pct` percents 0–100), shared by the CSV, Markdown and HTML renderers."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from ntrace.analyses.device import ENGINES
 from ntrace.analyses.ops import OpView, op_table
 from ntrace.lanes import LANES
 from ntrace.neuron.artifacts import Session
+from ntrace.render.columns import base_name, header
 from ntrace.summary import Summary
 from ntrace.units import fmt_pct, fmt_time, rate
 from ntrace.workflows.analyze import Analysis
@@ -43,10 +44,15 @@ def variant_names(profiles: Sequence[Summary], root: Path) -> list[str]:
     return first if len(set(first)) == len(first) else [str(r) for r in rel]
 
 
+#: Re-exported for the renderers that name columns through this module.
+__all__ = ["header"]
+
+
 def cell(column: str, value: object) -> str:
-    """One value for people: `*_us` as a torch-style time, shares and `*_pct` as percentages, integers with separators."""
+    """One value for people by its column's unit (ntrace.render.columns): `*_us` as a torch-style time, shares and `*_pct` as percentages, integers with separators."""
     if value is None:
         return "-"
+    column = base_name(column)
     if column.endswith("_us") and isinstance(value, (int, float)):
         return fmt_time(value * 1000)
     if column.endswith("_change_pct") and isinstance(value, float):
@@ -55,12 +61,12 @@ def cell(column: str, value: object) -> str:
         return f"{value:.2f}%"
     if (column == "share" or column.endswith("_share")) and isinstance(value, float):
         return fmt_pct(value)
-    if column.endswith("bandwidth") and isinstance(value, float):
+    if column.endswith("_bytes_per_s") and isinstance(value, float):
         return rate(value)
     if column == "speedup" and isinstance(value, float):
         return f"{value:.2f}x"
     if isinstance(value, bool):
-        return "yes" if value else "NO"
+        return "yes" if value else "NO" if column == "valid" else "no"
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     if isinstance(value, float):
@@ -68,22 +74,11 @@ def cell(column: str, value: object) -> str:
     return str(value)
 
 
-def header(column: str) -> str:
-    """A column name for people: units suffix dropped, underscores as spaces."""
-    name = column.removesuffix("_us").removesuffix("_pct")
-    return "share" if name == "share" else name.replace("_", " ") + (" %" if column.endswith("_pct") else "")
-
-
 def ops_frame(summary: Summary, view: OpView = OpView()) -> pl.DataFrame:
     """The per-op table (torch key_averages() columns) in a view, with times as `*_us`."""
     ops = op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns, view)
     times = [c for c, t in ops.schema.items() if t.is_integer() and c not in ("calls", "events") and not c.endswith("_pct")]
-    return ops.select(to_us(c)[0] if c in times else _kind() if c == "user_annotation" else pl.col(c) for c in ops.columns)
-
-
-def _kind() -> pl.Expr:
-    """The user_annotation flag of an op row as a word: "op", or "annotation" for record_function and ProfilerStep ranges (torch keeps them apart)."""
-    return pl.when(pl.col("user_annotation")).then(pl.lit("annotation")).otherwise(pl.lit("op")).alias("kind")
+    return ops.select(to_us(c)[0] if c in times else pl.col(c) for c in ops.columns)
 
 
 def lanes_frame(profile: Summary) -> pl.DataFrame:
@@ -103,18 +98,26 @@ def hardware_tracks_frame(profile: Summary) -> pl.DataFrame:
 
 def gaps_frame(profile: Summary) -> pl.DataFrame:
     """Per kind (hardware idle, launch latency, queue delay): count, total, p50, p90, max (µs); hardware idle also its share of the hardware tracks' spans."""
-    return profile.gaps.select("kind", "count", *to_us("total", "p50", "p90", "max"), idle_share="share")
+    return profile.gaps.select("kind", "count", *to_us("total", "p50", "p90", "max"), "share")
 
 
 def steps_frame(profile: Summary) -> pl.DataFrame:
-    """Per profiler step (its CPU window): duration and the busy time of each lane's host events inside it (µs)."""
-    return profile.steps.select("name", *to_us("dur", *(f"{lane}_busy" for lane in LANES if f"{lane}_busy" in profile.steps.columns)))
+    """Per profiler step (its CPU window): number, name, start, duration and the busy time of each lane's host events inside it (µs, `host_busy_us.<lane>`)."""
+    lanes = [lane for lane in LANES if f"{lane}_busy" in profile.steps.columns]
+    return profile.steps.select(
+        "step", "name", *to_us("start", "dur"), *((pl.col(f"{lane}_busy") / _NS_TO_US).round(3).alias(f"host_busy_us.{lane}") for lane in lanes)
+    )
 
 
 def step_devices_frame(profile: Summary) -> pl.DataFrame:
     """Per (step, device): the device work the step launched, its events, busy, idle and span (µs; busy + idle = span)."""
     names = profile.steps.select("step", "name")
-    return profile.step_devices.join(names, on="step", how="left").select("name", "device", "events", *to_us("busy", "idle", "span"))
+    return profile.step_devices.join(names, on="step", how="left").select("step", "name", "device", "events", *to_us("busy", "idle", "span"))
+
+
+def findings_frame(profile: Summary) -> pl.DataFrame:
+    """Per finding: kind, subject, summary, the time it costs (µs) and how many events it rests on."""
+    return profile.findings.select("kind", "subject", "summary", *to_us("time"), events=pl.col("events").list.len().cast(pl.Int64))
 
 
 def kernels_frame(profile: Summary) -> pl.DataFrame:
@@ -123,20 +126,20 @@ def kernels_frame(profile: Summary) -> pl.DataFrame:
 
 
 def summary_row(profile: Summary, name: str) -> dict[str, object]:
-    """One trace as one flat row: window, busy and events per lane, both gap kinds' statistics."""
+    """One trace as one flat row: window, events and busy per lane (`events.<lane>`, `busy_us.<lane>`), each gap kind's statistics (`count.<kind>`, `p50_us.<kind>`, …), the op table's footers."""
     row: dict[str, object] = {"trace": name, "events": profile.events, "window_us": round(profile.window_ns / _NS_TO_US, 3)}
     for r in profile.lanes.iter_rows(named=True):
-        row[f"{r['lane']}_events"] = r["events"]
-        row[f"{r['lane']}_busy_us"] = round(r["busy"] / _NS_TO_US, 3)
+        row[f"events.{r['lane']}"] = r["events"]
+        row[f"busy_us.{r['lane']}"] = round(r["busy"] / _NS_TO_US, 3)
     for g in profile.gaps.iter_rows(named=True):
-        row[f"{g['kind']}_count"] = g["count"]
+        row[f"count.{g['kind']}"] = g["count"]
         for stat in ("total", "p50", "max"):
-            row[f"{g['kind']}_{stat}_us"] = round(g[stat] / _NS_TO_US, 3)
+            row[f"{stat}_us.{g['kind']}"] = round(g[stat] / _NS_TO_US, 3)
         if g["share"] is not None:
-            row[f"{g['kind']}_share"] = g["share"]
+            row[f"share.{g['kind']}"] = g["share"]
     row["steps"] = profile.steps.height
-    row["self_cpu_total_us"] = round(profile.self_cpu_ns / _NS_TO_US, 3)
-    row["device_total_us"] = round(profile.device_ns / _NS_TO_US, 3)
+    row["self_cpu_us"] = round(profile.self_cpu_ns / _NS_TO_US, 3)
+    row["device_time_us"] = round(profile.device_ns / _NS_TO_US, 3)
     return row
 
 
@@ -150,11 +153,12 @@ def compare_frame(comparison: Comparison) -> pl.DataFrame:
     """A variant comparison (ntrace.compare) for display: device time, compute, self CPU and calls of the ops that reached the device, hardware idle, median step, speed-up."""
     device, compute, self_cpu, idle, step = to_us("device", "compute", "self_cpu", "idle", "step")
     frame = comparison.variants.select(
-        variant="name", device_time_us=device, compute_us=compute, self_cpu_us=self_cpu, op_calls="device_op_calls", idle_us=idle, step_us=step,
+        "name", device_time_us=device, compute_us=compute, self_cpu_us=self_cpu, device_op_calls="device_op_calls", idle_us=idle, median_step_us=step,
         speedup="speedup", backend="device_name", traces="traces", path="path",
     )
     if comparison.variants["device_profiles"].sum():  # the device columns, when any variant has processed device profiles
-        frame = frame.with_columns(comparison.variants.select("device_profiles", "mfu_pct", *(f"{e}_active_pct" for e in ENGINES), "dma_bytes"))
+        engines = (pl.col(f"{e}_active_pct").alias(f"active_pct.{e}") for e in ENGINES)
+        frame = frame.with_columns(comparison.variants.select("device_profiles", "mfu_pct", *engines, "dma_bytes"))
     return frame
 
 
@@ -162,28 +166,35 @@ def compare_notes(comparison: Comparison) -> list[str]:
     """What the comparison's columns mean, the speed-up's basis first."""
     basis = "device time" if comparison.basis == "device" else "median profiler step (no trace holds device activity)"
     return [
-        f"speed-up: the {basis} of {comparison.baseline} over each variant's",
+        f"speedup: the {basis} of {comparison.baseline} over each variant's",
         "device time: all device activity (kernels, copies, memsets); compute: hardware executions only; idle: hardware idle between executions",
-        "self CPU and op calls: the ops (not annotations or ProfilerStep*) that carry self device time",
+        "self cpu and device op calls: the ops (not annotations or ProfilerStep*) that carry self device time",
     ]
 
 
+def _sides(figure: str, name: str, ns: bool) -> list[pl.Expr]:
+    """The base and test columns of one diff figure as `name.base`, `name.test` (µs when `ns`)."""
+    return [((pl.col(f"{side}_{figure}") / _NS_TO_US).round(3) if ns else pl.col(f"{side}_{figure}")).alias(f"{name}.{side}") for side in ("base", "test")]
+
+
 def diff_ops_frame(d: Diff) -> pl.DataFrame:
-    """A diff's per-op rows for display: statuses, calls, self device and self CPU before/after (µs) and their change (%)."""
-    times = ["base_self_device", "test_self_device", "base_self_cpu", "test_self_cpu"]
-    return d.ops.select(to_us(c)[0] if c in times else _kind() if c == "user_annotation" else pl.col(c) for c in d.ops.columns)
+    """A diff's per-op rows for display: statuses, calls, self device and self CPU before/after (µs, `self_device_us.base` …) and their change (%)."""
+    return d.ops.select(
+        "name", "user_annotation", "status_device", "status_cpu", *_sides("calls", "calls", False),
+        *_sides("self_device", "self_device_us", True), "self_device_change_pct", *_sides("self_cpu", "self_cpu_us", True), "self_cpu_change_pct",
+    )  # fmt: skip
 
 
 def diff_lanes_frame(d: Diff) -> pl.DataFrame:
     """A diff's lane totals, base and test side by side (µs)."""
-    return d.lanes.select("lane", *to_us("base_total", "test_total", "base_busy", "test_busy"))
+    return d.lanes.select("lane", *_sides("total", "total_us", True), *_sides("busy", "busy_us", True))
 
 
 def diff_gaps_frame(d: Diff) -> pl.DataFrame:
-    """A diff's gap statistics as one row per gap kind: count, total, p50, max, base and test side by side."""
+    """A diff's gap statistics as one row per gap kind: count, total, p50, p90, max, base and test side by side."""
     wide = d.gaps.pivot(on="stat", index="kind", values=["base", "test"])
-    cols = [pl.col(f"{side}_count") for side in ("base", "test")]
-    cols += [(pl.col(f"{side}_{stat}") / _NS_TO_US).alias(f"{side}_{stat}_us") for stat in ("total", "p50", "max") for side in ("base", "test")]
+    cols = [pl.col(f"{side}_count").alias(f"count.{side}") for side in ("base", "test")]
+    cols += [(pl.col(f"{side}_{stat}") / _NS_TO_US).alias(f"{stat}_us.{side}") for stat in ("total", "p50", "p90", "max") for side in ("base", "test")]
     return wide.select("kind", *cols)
 
 
@@ -211,7 +222,7 @@ def artifact_files_frame(sessions: Sequence[Session]) -> pl.DataFrame:
         frames.append(
             files.join(partners, on="path", how="left")
             .join(s.unpaired.select("path", reason="reason"), on="path", how="left")
-            .select(session=pl.lit(str(s.dir)), file="path", kind="kind", size="size", hash="hash", valid="valid", paired_with="paired_with", rule="rule", note=pl.coalesce("note", "reason"))
+            .select(dir=pl.lit(str(s.dir)), path="path", kind="kind", size="size", hash="hash", valid="valid", paired_with="paired_with", rule="rule", note=pl.coalesce("note", "reason"))
         )
     return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
 
@@ -224,12 +235,12 @@ def device_frame(result: DeviceAnalysis) -> pl.DataFrame:
         engines = {e["engine"]: e["active_pct"] for e in r.engines.filter(pl.col("core").is_null()).iter_rows(named=True)}
         rows.append(
             {
-                "profile": str(r.path), "neff": r.neff.get("file") or r.neff.get("name"), "executions": r.executions.height, "span_us": r.span_ns / _NS_TO_US,
-                **{f"{e}_active_pct": engines.get(e, 0.0) for e in ENGINES},
-                "dma_bytes": int(dma["bytes"].sum()), "dma_bandwidth": dma["bandwidth"][0] if dma.height else None,
-                "hbm_read_bytes": r.hbm["read"], "hbm_write_bytes": r.hbm["write"], "model_flops": r.flops["model"], "hardware_flops": r.flops["hardware"],
+                "path": str(r.path), "neff": r.neff.get("file") or r.neff.get("name"), "executions": r.executions.height, "span_us": r.span_ns / _NS_TO_US,
+                **{f"active_pct.{e}": engines.get(e, 0.0) for e in ENGINES},
+                "dma_bytes": int(dma["bytes"].sum()), "bandwidth_bytes_per_s": dma["bandwidth"][0] if dma.height else None,
+                "hbm_bytes.read": r.hbm["read"], "hbm_bytes.write": r.hbm["write"], "model_flops": r.flops["model"], "hardware_flops": r.flops["hardware"],
                 "mfu_pct": r.utilization["mfu_pct"], "hfu_pct": r.utilization["hfu_pct"], "mbu_pct": r.utilization["mbu_pct"],
-                "arithmetic_intensity": r.utilization["arithmetic_intensity"], "peak_ratio": r.utilization["peak_flops_bandwidth_ratio"], "bound": r.bound,
+                "arithmetic_intensity": r.utilization["arithmetic_intensity"], "peak_flops_bandwidth_ratio": r.utilization["peak_flops_bandwidth_ratio"], "bound": r.bound,
                 "recommendations": ", ".join(r.recommendations["rule"].to_list()),
             }
         )  # fmt: skip
@@ -237,19 +248,19 @@ def device_frame(result: DeviceAnalysis) -> pl.DataFrame:
 
 
 def device_ops_frame(joined: DeviceJoin) -> pl.DataFrame:
-    """A trace's device work per (op, NEFF), times as `*_us`."""
-    times = ["device_ns", *(f"{e}_ns" for e in ENGINES)]
-    return joined.ops.select((pl.col(c) / _NS_TO_US).round(3).alias(c.removesuffix("_ns") + "_us") if c in times else pl.col(c) for c in joined.ops.columns)
+    """A trace's device work per (op, NEFF): executions, device time and active time per engine (`active_us.<engine>`), FLOPs, HBM bytes."""
+    engines = [(pl.col(f"{e}_ns") / _NS_TO_US).round(3).alias(f"active_us.{e}") for e in ENGINES]
+    device = (pl.col("device_ns") / _NS_TO_US).round(3).alias("device_time_us")
+    return joined.ops.select("op", "neff", "executions", device, *engines, "hardware_flops", "model_flops", "hbm_bytes")
 
 
 def rank_figure_name(column: str) -> str:
-    """The public (JSON) name of a per-rank figure column: `step_p50` → `step_us_p50`, `busy_hardware` → `busy_us.hardware`, `idle` → `idle_us`."""
+    """The vocabulary name of a per-rank figure column: `step_p50` → `step_p50_us`, `busy_hardware` → `busy_us.hardware`, `idle` → `idle_us`."""
     if column.startswith("busy_"):
         return f"busy_us.{column.removeprefix('busy_')}"
     if column in ("steps", "overlap_pct"):
         return column
-    base, _, stat = column.rpartition("_")
-    return f"{base}_us_{stat}" if stat in ("p50", "p90") else f"{column}_us"
+    return f"{column}_us"
 
 
 def _rank_value(name: str, value: float | None) -> str:
@@ -264,7 +275,8 @@ def _rank_value(name: str, value: float | None) -> str:
 def ranks_frame(result: RankAnalysis) -> pl.DataFrame:
     """One row per rank for display: its figures in µs (`*_us`), overlap in percent, the rank rule and the trace."""
     times = set(result.figures) - {"steps", "overlap_pct"}
-    return result.table.select("rank", *(to_us(c)[0] if c in times else pl.col(c) for c in result.figures), "rule", "trace")
+    figures = ((pl.col(c) / _NS_TO_US).round(3) if c in times else pl.col(c) for c in result.figures)
+    return result.table.select("rank", *(f.alias(rank_figure_name(c)) for f, c in zip(figures, result.figures)), "rule", "trace")
 
 
 def rank_stats_frame(result: RankAnalysis) -> pl.DataFrame:
@@ -278,6 +290,16 @@ def rank_stats_frame(result: RankAnalysis) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"figure": pl.String, "min": pl.String, "median": pl.String, "max": pl.String, "outliers": pl.String})
 
 
+def rank_stats_values(result: RankAnalysis) -> pl.DataFrame:
+    """The cross-rank statistics as numbers (CSV): figure, min, median, max, times in µs."""
+    rows = []
+    for r in result.stats.iter_rows(named=True):
+        name = rank_figure_name(r["column"])
+        scale = _NS_TO_US if name.partition(".")[0].endswith("_us") else 1.0
+        rows.append({"figure": name, **{k: None if r[k] is None else r[k] / scale for k in ("min", "median", "max")}})
+    return pl.DataFrame(rows, schema={"figure": pl.String, "min": pl.Float64, "median": pl.Float64, "max": pl.Float64})
+
+
 def rank_collectives_frame(result: RankAnalysis) -> pl.DataFrame:
     """Per collective name for display: matched instances, arrival skew p50 and max, transfer p50 (µs)."""
     return result.collectives.select("name", "instances", *to_us("skew_p50", "skew_max", "transfer_p50"))
@@ -286,3 +308,4 @@ def rank_collectives_frame(result: RankAnalysis) -> pl.DataFrame:
 def stragglers_frame(result: RankAnalysis) -> pl.DataFrame:
     """Per rank for display, most wait first: times it arrived last, percent of matched instances, the wait it caused (µs)."""
     return result.stragglers.select("rank", "times_last", last_pct="pct_last", *to_us("wait_caused"))
+

@@ -15,7 +15,8 @@ from ntrace.lanes import LANES
 from ntrace.neuron.artifacts import Session
 from ntrace.summary import Summary
 from ntrace.units import count, fmt_pct, fmt_time, plural, rate, size
-from ntrace.render.tables import cell, compare_notes, header, rank_collectives_frame, rank_stats_frame, ranks_frame, stragglers_frame
+from ntrace.render.columns import header, headers
+from ntrace.render.tables import cell, compare_notes, diff_gaps_frame, rank_collectives_frame, rank_stats_frame, ranks_frame, stragglers_frame
 from ntrace.workflows.analyze import Analysis
 from ntrace.workflows.compare import Comparison
 from ntrace.workflows.device import DeviceAnalysis, DeviceJoin
@@ -46,7 +47,7 @@ def _name(name: str) -> str:
     return name if len(name) <= NAME_WIDTH else name[: NAME_WIDTH - 3] + "..."
 
 
-def names(full: Sequence[str]) -> list[str]:
+def short_names(full: Sequence[str]) -> list[str]:
     """The names of a table's rows cut to NAME_WIDTH, with no two different names reading the same: those that would keep their start and end ("start…end")."""
     cut = [_name(n) for n in full]
     groups: dict[str, set[str]] = {}
@@ -74,15 +75,15 @@ def _pct(value: float) -> str:
 
 
 def ops_text(summary: Summary, ops: pl.DataFrame) -> str:
-    """The op table (a view of the summary's) with torch's columns, percentages and footer; device columns named for the device (none on CPU-only traces)."""
+    """The op table (a view of the summary's) with torch's columns, percentages and footer, named in the one vocabulary; no device columns on CPU-only traces."""
     dev = summary.device
     shapes = "input_dims" in ops.columns
-    headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
+    names = ["name", "self_cpu_pct", "self_cpu_us", "cpu_total_pct", "cpu_total_us", "cpu_avg_us"]
     if dev != "none":
-        headers += [f"Self {dev}", f"Self {dev} %", f"{dev} total", f"{dev} time avg"]
-    headers += ["# of Calls", *(["Input Shapes"] if shapes else [])]
+        names += ["self_device_us", "self_device_pct", "device_total_us", "device_avg_us"]
+    names += ["calls", *(["input_dims"] if shapes else [])]
     rows = []
-    for r, name in zip(ops.iter_rows(named=True), names(ops["name"].to_list())):
+    for r, name in zip(ops.iter_rows(named=True), short_names(ops["name"].to_list())):
         row = [name, _pct(r["self_cpu_pct"]), fmt_time(r["self_cpu"]), _pct(r["cpu_total_pct"]), fmt_time(r["cpu_total"]), fmt_time(r["cpu_avg"])]
         if dev != "none":
             row += [fmt_time(r["self_device"]), _pct(r["self_device_pct"]), fmt_time(r["device_total"]), fmt_time(r["device_avg"])]
@@ -91,7 +92,7 @@ def ops_text(summary: Summary, ops: pl.DataFrame) -> str:
     footer = [f"Self CPU time total: {fmt_time(summary.self_cpu_ns)}"]
     if dev != "none":
         footer.append(f"Self {dev} time total: {fmt_time(summary.device_ns)}")
-    return "\n".join([table(headers, rows, left=0), *footer])
+    return "\n".join([table(headers(*names), rows), *footer])
 
 
 def kernels_text(summary: Summary, top: int | None = None) -> str:
@@ -99,10 +100,10 @@ def kernels_text(summary: Summary, top: int | None = None) -> str:
     rows = summary.kernels.head(top) if top else summary.kernels
     body = [
         [name, str(r["calls"]), fmt_time(r["total"]), fmt_time(r["mean"]), fmt_time(r["min"]), fmt_time(r["max"]), fmt_pct(r["share"]), ", ".join(r["streams"])]
-        for r, name in zip(rows.iter_rows(named=True), names(rows["name"].to_list()))
+        for r, name in zip(rows.iter_rows(named=True), short_names(rows["name"].to_list()))
     ]
     more = [f"(first {rows.height} of {summary.kernels.height} names)"] if rows.height < summary.kernels.height else []
-    return "\n".join([table(["Name", "calls", "total", "mean", "min", "max", "% device", "streams"], body), *more])
+    return "\n".join([table(headers("name", "calls", "total_us", "mean_us", "min_us", "max_us", "share", "streams"), body), *more])
 
 
 def findings_text(summary: Summary) -> str:
@@ -130,7 +131,7 @@ def _gaps_text(summary: Summary) -> str:
         [r["kind"], str(r["count"]), fmt_time(r["total"]), fmt_time(r["p50"]), fmt_time(r["p90"]), fmt_time(r["max"]), fmt_pct(r["share"])]
         for r in summary.gaps.iter_rows(named=True)
     ]
-    return table(["gap", "count", "total", "p50", "p90", "max", "% of span"], rows)
+    return table(headers("kind", "count", "total_us", "p50_us", "p90_us", "max_us", "share"), rows)
 
 
 def _steps_text(summary: Summary) -> list[str]:
@@ -138,16 +139,22 @@ def _steps_text(summary: Summary) -> list[str]:
     steps = summary.steps
     lanes = [lane for lane in LANES if f"{lane}_busy" in steps.columns]
     out = ["", "Profiler steps: host busy per lane inside each step's CPU window"]
-    out.append(table(["step", "dur", *lanes], [[r["name"], fmt_time(r["dur"]), *(fmt_time(r[f"{lane}_busy"]) for lane in lanes)] for r in steps.iter_rows(named=True)]))
+    out.append(
+        table(
+            headers("step", "name", "dur_us", *(f"host_busy_us.{lane}" for lane in lanes)),
+            [[str(r["step"]), r["name"], fmt_time(r["dur"]), *(fmt_time(r[f"{lane}_busy"]) for lane in lanes)] for r in steps.iter_rows(named=True)],
+            left=2,
+        )
+    )
     devices = summary.step_devices
     if devices.height:
         names = dict(zip(steps["step"].to_list(), steps["name"].to_list()))
         out += ["", "Profiler steps: device work each step launched (busy + idle = span, per device)"]
         out.append(
             table(
-                ["step", "device", "events", "busy", "idle", "span"],
-                [[names.get(r["step"], str(r["step"])), r["device"], str(r["events"]), fmt_time(r["busy"]), fmt_time(r["idle"]), fmt_time(r["span"])] for r in devices.iter_rows(named=True)],
-                left=2,
+                headers("step", "name", "device", "events", "busy_us", "idle_us", "span_us"),
+                [[str(r["step"]), names.get(r["step"], "-"), r["device"], str(r["events"]), fmt_time(r["busy"]), fmt_time(r["idle"]), fmt_time(r["span"])] for r in devices.iter_rows(named=True)],
+                left=3,
             )
         )
     count, ns = summary.outside_steps
@@ -163,7 +170,7 @@ def summary_text(summary: Summary, session: Session | None, view: OpView = OpVie
     out.append("Lanes")
     out.append(
         table(
-            ["lane", "events", "total", "busy", "% window"],
+            headers("lane", "events", "total_us", "busy_us", "share"),
             [[r["lane"], str(r["events"]), fmt_time(r["total"]), fmt_time(r["busy"]), fmt_pct(r["share"])] for r in summary.lanes.iter_rows(named=True)],
         )
     )
@@ -172,7 +179,7 @@ def summary_text(summary: Summary, session: Session | None, view: OpView = OpVie
         out += ["", "Hardware tracks (compute executions only)"]
         out.append(
             table(
-                ["track", "events", "busy", "idle", "span", "gaps", "% idle"],
+                headers("track", "events", "busy_us", "idle_us", "span_us", "gaps", "idle_share"),
                 [
                     [r["track"], str(r["events"]), fmt_time(r["busy"]), fmt_time(r["idle"]), fmt_time(r["span"]), str(r["gaps"]), fmt_pct(r["idle_share"])]
                     for r in hw.iter_rows(named=True)
@@ -227,14 +234,14 @@ def compare(comparison: Comparison) -> str:
         ]
         for r in comparison.variants.iter_rows(named=True)
     ]  # fmt: skip
-    headers = ["variant", "device time", "compute", "self CPU", "op calls", "idle", "median step", "speed-up", "device", "traces"]
-    blocks = [table(headers, rows), *compare_notes(comparison)]
+    names = ["name", "device_time_us", "compute_us", "self_cpu_us", "device_op_calls", "idle_us", "median_step_us", "speedup", "backend", "traces"]
+    blocks = [table(headers(*names), rows), *compare_notes(comparison)]
     variants = comparison.variants
     if variants["device_profiles"].sum():
         blocks += ["", "Device profiles per variant (active % of the execution span, over all cores; MFU over all profiles)"]
         blocks.append(
             table(
-                ["variant", "profiles", "MFU", *ENGINES, "DMA"],
+                headers("name", "device_profiles", "mfu_pct", *(f"active_pct.{e}" for e in ENGINES), "dma_bytes"),
                 [
                     [r["name"], str(r["device_profiles"]), _opt_pct(r["mfu_pct"]), *(_opt_pct(r[f"{e}_active_pct"]) for e in ENGINES), "-" if r["dma_bytes"] is None else size(r["dma_bytes"])]
                     for r in variants.iter_rows(named=True)
@@ -261,7 +268,7 @@ def diff(d: Diff) -> str:
         "",
         "Ops (largest device time change first)",
         table(
-            ["op", "device", "cpu", "calls", "base device", "test device", "change", "base self CPU", "test self CPU", "change"],
+            headers("name", "status_device", "status_cpu", "calls", "self_device_us.base", "self_device_us.test", "self_device_change_pct", "self_cpu_us.base", "self_cpu_us.test", "self_cpu_change_pct"),
             [
                 [
                     r["name"], r["status_device"] or "-", r["status_cpu"] or "-", f"{r['base_calls'] or 0} -> {r['test_calls'] or 0}",
@@ -275,19 +282,12 @@ def diff(d: Diff) -> str:
         "",
         "Lanes (summed duration / busy)",
         table(
-            ["lane", "base total", "test total", "base busy", "test busy"],
+            headers("lane", "total_us.base", "total_us.test", "busy_us.base", "busy_us.test"),
             [[r["lane"], fmt_time(r["base_total"]), fmt_time(r["test_total"]), fmt_time(r["base_busy"]), fmt_time(r["test_busy"])] for r in d.lanes.iter_rows(named=True)],
         ),
         "",
-        "Gaps",
-        table(
-            ["gap", "stat", "base", "test"],
-            [
-                [r["kind"], r["stat"], *(str(r[s]) if r["stat"] == "count" else fmt_time(r[s]) for s in ("base", "test"))]
-                for r in d.gaps.iter_rows(named=True)
-            ],
-            left=2,
-        ),
+        "Dispatch gaps",
+        _frame_text(diff_gaps_frame(d)),
     ]
     return "\n\n".join(["\n".join(out), *_warnings(d.warnings)]) + "\n"
 
@@ -327,7 +327,7 @@ def session_summary_text(session: Session) -> str:
         rows.append([_rel(r["path"], session), "yes" if r["valid"] else "NO", str(r["members"]), r["neff_name"] or "-", pair])
     out = [head]
     if rows:
-        out.append(table(["NEFF", "valid", "members", "name", "paired with"], rows, left=5))
+        out.append(table(headers("neff", "valid", "members", "name", "paired_with"), rows, left=5))
     out += [f"  unpaired {_rel(r['path'], session)}: {r['reason']}" for r in session.unpaired.iter_rows(named=True)]
     out += [f"  invalid {_rel(r['path'], session)}: {r['problem']}" for r in neffs.filter(~neffs["valid"]).iter_rows(named=True)]
     return "\n".join(out)
@@ -342,7 +342,7 @@ def session_text(session: Session) -> str:
         out += ["", "NEFF"]
         out.append(
             table(
-                ["file", "hash", "version", "build", "name", "uuid", "members", "subgraphs", "lnc", "size", "valid"],
+                headers("path", "hash", "neff_version", "build_version", "name", "uuid", "members", "subgraphs", "lnc_size", "size", "valid"),
                 [
                     [
                         _rel(r["path"], session), r["hash"] or "-", r["neff_version"] or "-", r["build_version"] or "-", r["neff_name"] or "-",
@@ -358,7 +358,7 @@ def session_text(session: Session) -> str:
         out += ["", "NTFF (opaque: only the name is read)"]
         out.append(
             table(
-                ["file", "scheme", "hash", "instance", "vnc", "core", "session", "rank", "exec", "size"],
+                headers("path", "scheme", "hash", "instid", "vnc", "core", "session_number", "rank", "exec", "size"),
                 [
                     [_rel(r["path"], session), r["scheme"], r["hash"] or "-", *(_num(r[k]) for k in ("instid", "vnc", "core", "session", "rank", "exec")), str(r["size"])]
                     for r in session.ntffs.iter_rows(named=True)
@@ -368,10 +368,10 @@ def session_text(session: Session) -> str:
         )
     if session.pbs.height:
         out += ["", ".pb (opaque)"]
-        out.append(table(["file", "kind", "size"], [[_rel(r["path"], session), r["kind"], str(r["size"])] for r in session.pbs.iter_rows(named=True)], left=2))
+        out.append(table(headers("path", "kind", "size"), [[_rel(r["path"], session), r["kind"], str(r["size"])] for r in session.pbs.iter_rows(named=True)], left=2))
     if session.pairs.height:
         out += ["", "Pairs"]
-        out.append(table(["NEFF", "NTFF", "rule"], [[_rel(r["neff"], session), _rel(r["ntff"], session), r["rule"]] for r in session.pairs.iter_rows(named=True)], left=3))
+        out.append(table(headers("neff", "ntff", "rule"), [[_rel(r["neff"], session), _rel(r["ntff"], session), r["rule"]] for r in session.pairs.iter_rows(named=True)], left=3))
     if session.unpaired.height:
         out += ["", "Unpaired"]
         out += [f"  {_rel(r['path'], session)}: {r['reason']}" for r in session.unpaired.iter_rows(named=True)]
@@ -437,7 +437,7 @@ def device_report_text(report: DeviceReport) -> str:
     else:
         out += _section(
             engines_title,
-            ["engine", "core", "instructions", "instruction time", "active", "% active"],
+            headers("engine", "core", "instructions", "instruction_us", "active_us", "active_pct"),
             [
                 [r["engine"], "all" if r["core"] is None else str(r["core"]), "-" if r["instructions"] is None else f"{r['instructions']:,}",
                  fmt_time(r["instruction_ns"]), fmt_time(r["active_ns"]), f"{r['active_pct']:.2f}%"]
@@ -448,14 +448,14 @@ def device_report_text(report: DeviceReport) -> str:
     if report.opcodes.height:
         out += _section(
             "Top opcodes per engine (by instruction time, all cores)",
-            ["engine", "opcode", "instructions", "instruction time", "active"],
+            headers("engine", "opcode", "instructions", "instruction_us", "active_us"),
             [[r["engine"], r["opcode"], f"{r['instructions']:,}", fmt_time(r["instruction_ns"]), fmt_time(r["active_ns"])] for r in report.opcodes.iter_rows(named=True)],
             left=2,
         )
     if report.dma.height:
         out += _section(
             f"DMA (active: union of packet intervals; bandwidth: bytes over active time; small: packets < {SMALL_DMA_BYTES:,} bytes)",
-            ["queue type", "packets", "bytes", "active", "bandwidth", "small packets"],
+            headers("queue_type", "packets", "bytes", "active_us", "bandwidth_bytes_per_s", "small_packets"),
             [
                 [r["queue_type"], f"{r['packets']:,}", size(r["bytes"]), fmt_time(r["active_ns"]), rate(r["bandwidth"]), f"{r['small_packets']:,} ({r['small_packets'] / r['packets']:.0%})"]
                 for r in report.dma.iter_rows(named=True)
@@ -472,7 +472,7 @@ def device_report_text(report: DeviceReport) -> str:
     if report.collectives.height:
         out += _section(
             f"Collectives (outliers: slower than {OUTLIER_FACTOR}× the group's median)",
-            ["operation", "algorithm", "count", "time", "median", "max", "outliers", "algorithm bw", "bus bw", "trigger delay"],
+            headers("operation", "algorithm", "count", "time_us", "median_us", "max_us", "outliers", "algorithm_bandwidth_bytes_per_s", "bus_bandwidth_bytes_per_s", "trigger_delay_us"),
             [
                 [r["operation"], r["algorithm"], str(r["count"]), fmt_time(r["time_ns"]), fmt_time(r["median_ns"]), fmt_time(r["max_ns"]), str(r["outliers"]),
                  rate(r["algorithm_bandwidth"]), rate(r["bus_bandwidth"]), fmt_time(r["trigger_delay_ns"])]
@@ -483,16 +483,16 @@ def device_report_text(report: DeviceReport) -> str:
     if report.throttle.height:
         out += _section(
             "Throttling (utilisation still allowed: duration-weighted mean of k/n)",
-            ["type", "events", "duration", "active", "% of span", "allowed"],
+            headers("type", "events", "duration_us", "active_us", "active_pct", "allowed_share"),
             [[r["type"], str(r["events"]), fmt_time(r["duration_ns"]), fmt_time(r["active_ns"]), f"{r['active_pct']:.2f}%", f"{r['utilization']:.1%}"] for r in report.throttle.iter_rows(named=True)],
         )
     if report.framework.height:
         out += _section(
             "By framework op (FrameworkInstruction; active time per engine)",
-            ["framework op", "instructions", *ENGINES, "HBM", "FLOPs"],
+            headers("name", "instructions", *(f"active_us.{e}" for e in ENGINES), "hbm_bytes", "hardware_flops"),
             [
-                [_name(r["framework"] or "-"), f"{r['instructions']:,}", *(fmt_time(r[f"{e}_ns"]) for e in ENGINES), size(r["hbm_bytes"] or 0), count(r["hardware_flops"])]
-                for r in report.framework.iter_rows(named=True)
+                [name, f"{r['instructions']:,}", *(fmt_time(r[f"{e}_ns"]) for e in ENGINES), size(r["hbm_bytes"] or 0), count(r["hardware_flops"])]
+                for r, name in zip(report.framework.iter_rows(named=True), short_names([f or "-" for f in report.framework["framework"].to_list()]))
             ],
         )
     out += ["", "Recommendations"]
@@ -516,7 +516,7 @@ def device_join_text(joined: DeviceJoin, session: Session | None) -> str:
     if joined.reports:
         out += _section(
             f"Device profiles ({len(joined.reports)}: processed Neuron tables of this session; `ntrace device {session.dir if session else '.'}` for each in full)",
-            ["NEFF", "runs", "span", *ENGINES, "DMA", "MFU", "MBU", "bound"],
+            headers("neff", "executions", "span_us", *(f"active_pct.{e}" for e in ENGINES), "dma_bytes", "mfu_pct", "mbu_pct", "bound"),
             [
                 [r.path.name, str(r.executions.height), fmt_time(r.span_ns), *(_engine_pct(r, e) for e in ENGINES), size(_dma_bytes(r)),
                  _opt_pct(r.utilization["mfu_pct"]), _opt_pct(r.utilization["mbu_pct"]), r.bound or "-"]
@@ -526,17 +526,17 @@ def device_join_text(joined: DeviceJoin, session: Session | None) -> str:
     if joined.ops.height:
         out += _section(
             "Device work by op (each execution's NEFF profile: active time per engine)",
-            ["op", "NEFF", "runs", "device time", *ENGINES, "FLOPs", "HBM"],
+            headers("op", "neff", "executions", "device_time_us", *(f"active_us.{e}" for e in ENGINES), "hardware_flops", "hbm_bytes"),
             [
-                [_name(r["op"]), r["neff"], str(r["executions"]), fmt_time(r["device_ns"]), *(fmt_time(r[f"{e}_ns"]) for e in ENGINES), count(r["hardware_flops"]), size(r["hbm_bytes"] or 0)]
-                for r in joined.ops.iter_rows(named=True)
+                [name, r["neff"], str(r["executions"]), fmt_time(r["device_ns"]), *(fmt_time(r[f"{e}_ns"]) for e in ENGINES), count(r["hardware_flops"]), size(r["hbm_bytes"] or 0)]
+                for r, name in zip(joined.ops.iter_rows(named=True), short_names(joined.ops["op"].to_list()))
             ],
             left=2,
         )
     if joined.fragmentation.height:
         out += _section(
             "NEFFs per step (host dispatch per execution: its runtime call; device per execution: the execution)",
-            ["step", "NEFFs", "executions", "dispatch / execution", "device / execution"],
+            headers("step", "neffs", "executions", "dispatch_per_execution_us", "device_per_execution_us"),
             [
                 ["outside steps" if r["step"] is None else str(r["step"]), str(r["neffs"]), str(r["executions"]), fmt_time(r["dispatch_ns"]), fmt_time(r["device_ns"])]
                 for r in joined.fragmentation.iter_rows(named=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 from ntrace.analyses.device import DeviceReport
+from ntrace.analyses.part import Part, cut
 from ntrace.errors import InputError, NtraceError
 from ntrace.io import read_trace
 from ntrace.io.cache import is_cache, read_cache_summary
@@ -69,37 +70,43 @@ class Analysis:
         return out
 
 
-def load(path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] | None = None, max_events: int | None = None, recompute: bool = False) -> Profile:
+def load(
+    path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] | None = None, max_events: int | None = None, recompute: bool = False, part: Part | None = None
+) -> Profile:
     """The Profile of one trace file (Kineto JSON, an ntrace Parquet cache or a Neuron Explorer export); `lanes` adds category → lane rows.
 
-    `max_events` keeps only a JSON trace's first events; a cache's stored summary is reused by
-    `Profile.summary()` unless `recompute` or `lanes` are given.
+    `max_events` keeps only a JSON trace's first events (a memory limit, not a part of the run);
+    `part` keeps a time window or a range of steps (ntrace.analyses.part); a cache's stored summary
+    is reused by `Profile.summary()` unless `recompute`, `lanes` or `part` are given.
     """
     trace = read_trace(path, fast=fast, lanes=lanes, max_events=max_events)
-    stored = None if recompute or lanes or not is_cache(path) else read_cache_summary(path)
+    if part is not None:
+        trace = cut(trace, part)
+    stored = None if recompute or lanes or part or not is_cache(path) else read_cache_summary(path)
     return Profile(trace, stored)
 
 
 def summarize(
-    path: str | Path, fast: bool = True, lanes: Mapping[str, str] | None = None, max_events: int | None = None, recompute: bool = False, timeline: bool = False
-) -> Summary:
+    path: str | Path, fast: bool = True, lanes: Mapping[str, str] | None = None, max_events: int | None = None, recompute: bool = False, timeline: bool = False,
+    part: Part | None = None,
+) -> Summary:  # fmt: skip
     """The Summary of one trace file (with what its HTML timeline draws when `timeline`); a cache's stored summary is read instead of recomputed."""
     path = Path(path)
-    if not (recompute or lanes or timeline) and path.suffix.lower() == ".parquet" and is_cache(path):
+    if not (recompute or lanes or timeline or part) and path.suffix.lower() == ".parquet" and is_cache(path):
         stored = read_cache_summary(path)
         if stored is not None:
             return stored
-    profile = load(path, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute)
+    profile = load(path, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, part=part)
     summary = profile.summary()
     return replace(summary, timeline=profile.timeline()) if timeline else summary
 
 
 def _summarize_or_error(
-    path: Path, fast: bool, lanes: Mapping[str, str] | None, max_events: int | None, recompute: bool, timeline: bool
+    path: Path, fast: bool, lanes: Mapping[str, str] | None, max_events: int | None, recompute: bool, timeline: bool, part: Part | None = None
 ) -> Summary | NtraceError:
     """summarize, returning the error instead of raising, so one bad file never stops the rest."""
     try:
-        return summarize(path, fast, lanes, max_events, recompute, timeline)
+        return summarize(path, fast, lanes, max_events, recompute, timeline, part)
     except NtraceError as exc:
         return exc
 
@@ -114,10 +121,11 @@ def summarize_all(
     max_events: int | None = None,
     recompute: bool = False,
     timeline: bool = False,
+    part: Part | None = None,
 ) -> list[Summary | NtraceError]:
     """Each trace's Summary, or the error that stopped it, in order: on `executor` when given, else in `jobs` spawned worker processes (one process when 1)."""
     n = len(traces)
-    args = (traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n)
+    args = (traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n, [part] * n)
     if executor is not None:
         return list(executor.map(_summarize_or_error, *args))
     if jobs > 1 and n > 1:
@@ -139,10 +147,12 @@ def analyze(
     max_events: int | None = None,
     recompute: bool = False,
     timeline: bool = False,
+    part: Part | None = None,
 ) -> Analysis:
     """Summarize every trace at or under `path` (a local path or an fsspec URL such as s3://bucket/prefix), on `executor` when given. A single bad file given directly raises; among many it becomes a warning.
 
-    `max_events` keeps only each JSON trace's first events; `recompute` ignores the summaries
+    `max_events` keeps only each JSON trace's first events; `part` only each trace's time window or
+    range of steps (ntrace.analyses.part); `recompute` ignores the summaries
     stored in `ntrace convert` Parquet files; `timeline` adds what the HTML report draws. Each
     summary gets its capture session's artifacts; sessions whose NEFF/NTFF/.pb files have no
     analyzable trace land in `Analysis.artifacts`, so a directory of artifacts alone is reported
@@ -151,7 +161,7 @@ def analyze(
     """
     if is_url(path):
         with local_copies([str(path)]) as (local,):
-            return analyze(local, jobs=jobs, executor=executor, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline)
+            return analyze(local, jobs=jobs, executor=executor, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline, part=part)
     root = Path(path)
     notes: list[str] = []
     traces = find_traces(root, notes)
@@ -164,15 +174,15 @@ def analyze(
         raise InputError(root, f"holds no framework trace (*.json, *.json.gz with traceEvents){why}")
     if not root.is_dir():
         if executor is None:
-            summary = summarize(root, fast, lanes, max_events, recompute, timeline)
+            summary = summarize(root, fast, lanes, max_events, recompute, timeline, part)
         else:
-            (result,) = summarize_all([root], executor=executor, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline)
+            (result,) = summarize_all([root], executor=executor, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline, part=part)
             if isinstance(result, NtraceError):
                 raise result
             summary = result
         sessions = find_sessions(root, None)
         return Analysis(root, ((summary, sessions[0]),), warnings=tuple(artifact_warnings(sessions)), devices=session_reports(sessions))
-    results = summarize_all(traces, jobs=jobs, executor=executor, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline)
+    results = summarize_all(traces, jobs=jobs, executor=executor, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline, part=part)
     sessions = find_sessions(root, traces)
     by_dir = {s.dir: s for s in sessions}
     warnings = list(notes)
