@@ -21,9 +21,10 @@ from __future__ import annotations
 import polars as pl
 
 from ntrace.analyses.totals import thread_key
+from ntrace.lanes import lower_is
 
 #: The complete events that run on host threads and take part in nesting (the profiler's own "Trace" span excluded).
-HOST_EVENT = (pl.col("side") == "host") & (pl.col("cat").str.to_lowercase() != "trace").fill_null(True)
+HOST_EVENT = (pl.col("side") == "host") & (~lower_is("cat", "trace")).fill_null(True)
 
 
 def tree_order(events: pl.DataFrame) -> pl.DataFrame:
