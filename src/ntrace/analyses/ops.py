@@ -160,11 +160,10 @@ def op_rows(nest: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
     ).filter(pl.col("kept")).drop("kept")
 
 
-def op_groups(nest: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
-    """Every view of the op table sums these rows: per (name, user_annotation, input_dims), calls, self_cpu, cpu_total, self_device, device_total (ns), plus the unlinked device time row."""
+def op_groups(counted: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
+    """Every view of the op table sums these rows: per (name, user_annotation, input_dims) of op_rows' `counted` rows, calls, self_cpu, cpu_total, self_device, device_total (ns), plus the unlinked device time row."""
     rows = (
-        op_rows(nest, attributed)
-        .group_by(name="key", user_annotation="user_annotation", input_dims="input_dims")
+        counted.group_by(name="key", user_annotation="user_annotation", input_dims="input_dims")
         .agg(
             calls=pl.len().cast(pl.Int64),
             self_cpu=pl.col("self_cpu").sum(),
