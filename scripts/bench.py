@@ -279,14 +279,17 @@ def count_events(path: Path) -> int:
 
 
 def bench_tiles(sizes: list[int], sources: list[Path], workdir: Path, hta_python: str | None, large_only: list[str],
-                hta_max_mb: int, repeat_small: int, repeat_large: int, synthetic: bool) -> list[Tile]:
+                hta_max_mb: int, repeat_small: int, repeat_large: int, synthetic: bool, hta_runs: int) -> list[Tile]:
     """Floor, `ntrace analyze --format json` and HTA on tiles of every source at every size (MB), rounds interleaved per tile.
 
     Tiles above 90 MB are run `repeat_large` times (else `repeat_small`), and only for sources whose
-    name holds one of `large_only` when that is given; HTA only up to `hta_max_mb`. A tile is made,
+    name holds one of `large_only` when that is given; HTA only up to `hta_max_mb`, in the first
+    `hta_runs` rounds. A source whose tile at a size is the one it had at a smaller size (one
+    copy is already larger) is not measured again. A tile is made,
     measured and deleted before the next, so the disk holds one tile at a time.
     """
     tiles: list[Tile] = []
+    seen: set[tuple[str, int]] = set()
     for mb in sizes:
         picked = sources if mb <= 90 or not large_only else [s for s in sources if any(k in s.name for k in large_only)]
         jobs: list[tuple[str, Path | None]] = [(s.name.split(".")[0], s) for s in picked]
@@ -301,6 +304,9 @@ def bench_tiles(sizes: list[int], sources: list[Path], workdir: Path, hta_python
                 events = count_events(path)
             else:
                 path, events = make_tile(source, mb, workdir)
+                if (name, events) in seen:
+                    continue
+                seen.add((name, events))
             size = json_size(path) / 2**20
             tile = Tile(name, path, events, repeat_small if mb <= 90 else repeat_large, size)
             hta = bool(hta_python) and size * 2**20 / 10**6 <= hta_max_mb * 1.05
@@ -314,8 +320,10 @@ def bench_tiles(sizes: list[int], sources: list[Path], workdir: Path, hta_python
                     link.symlink_to(path.resolve())
                 cmds["hta"] = [hta_python, "-c", HTA, str(hta_dir)]  # type: ignore[list-item]
             samples: dict[str, list[Run]] = {k: [] for k in cmds}
-            for _ in range(tile.repeat):
+            for round_ in range(tile.repeat):
                 for key, cmd in cmds.items():
+                    if key == "hta" and round_ >= hta_runs:
+                        continue
                     try:
                         samples[key].append(run(cmd))
                     except SystemExit as failed:
@@ -386,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--large-only", default="", help="comma-separated name parts: only these sources are tiled above 90 MB")
     parser.add_argument("--hta-max-mb", type=int, default=350, help="HTA runs on tiles up to this size (MB)")
     parser.add_argument("--repeat-large", type=int, default=1, help="rounds per tile above 90 MB")
+    parser.add_argument("--hta-runs", type=int, default=3, help="with --tiles: HTA runs in this many of each tile's rounds (it takes longest)")
     parser.add_argument("--no-synthetic", action="store_true", help="with --tiles: no synthetic trace of each size")
     parser.add_argument("--startup", action="store_true", help="measure Python, Polars and ntrace import / CLI start-up")
     args = parser.parse_args(argv)
@@ -401,9 +410,9 @@ def main(argv: list[str] | None = None) -> int:
             sizes = [int(x) for x in args.tiles.split(",")]
             large = [k for k in args.large_only.split(",") if k]
             print(f"tiles of {len(sources)} real traces at {sizes} MB; {args.repeat} runs at <= 90 MB, {args.repeat_large} above;"
-                  f" HTA up to {args.hta_max_mb} MB" + (f"; above 90 MB only {large}" if large else ""))
+                  f" HTA up to {args.hta_max_mb} MB in {min(args.hta_runs, args.repeat)} of the rounds" + (f"; above 90 MB only {large}" if large else ""))
             report_tiles(bench_tiles(sizes, sources, workdir, args.hta_python, large, args.hta_max_mb, args.repeat,
-                                     args.repeat_large, not args.no_synthetic))
+                                     args.repeat_large, not args.no_synthetic, args.hta_runs))
         traces = list(args.traces)
         if args.events and not args.scaling and not args.ranks:
             traces.append(synth(args.events, workdir))
