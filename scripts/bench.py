@@ -279,12 +279,13 @@ def count_events(path: Path) -> int:
 
 
 def bench_tiles(sizes: list[int], sources: list[Path], workdir: Path, hta_python: str | None, large_only: list[str],
-                hta_max_mb: int, repeat_small: int, repeat_large: int, synthetic: bool, hta_runs: int) -> list[Tile]:
+                hta_max_mb: int, repeat_small: int, repeat_large: int, synthetic: bool, hta_runs: int,
+                hta_only: list[str] | None = None) -> list[Tile]:
     """Floor, `ntrace analyze --format json` and HTA on tiles of every source at every size (MB), rounds interleaved per tile.
 
     Tiles above 90 MB are run `repeat_large` times (else `repeat_small`), and only for sources whose
     name holds one of `large_only` when that is given; HTA only up to `hta_max_mb`, in the first
-    `hta_runs` rounds. A source whose tile at a size is the one it had at a smaller size (one
+    `hta_runs` rounds, and only on sources whose name holds one of `hta_only` when given. A source whose tile at a size is the one it had at a smaller size (one
     copy is already larger) is not measured again. A tile is made,
     measured and deleted before the next, so the disk holds one tile at a time.
     """
@@ -309,8 +310,9 @@ def bench_tiles(sizes: list[int], sources: list[Path], workdir: Path, hta_python
                 seen.add((name, events))
             size = json_size(path) / 2**20
             tile = Tile(name, path, events, repeat_small if mb <= 90 else repeat_large, size)
-            hta = bool(hta_python) and size * 2**20 / 10**6 <= hta_max_mb * 1.05
-            tile.hta_note = "" if hta else ("not run: no --hta-python" if not hta_python else f"not run above {hta_max_mb} MB")
+            chosen = not hta_only or any(k in name for k in hta_only)
+            hta = bool(hta_python) and chosen and size * 2**20 / 10**6 <= hta_max_mb * 1.05
+            tile.hta_note = "" if hta else ("not run: no --hta-python" if not hta_python else "not run (time)" if not chosen else f"not run above {hta_max_mb} MB")
             cmds = {"floor": [PY, "-c", FLOOR, str(path)], "ours": ntrace("analyze", "--format", "json", "-q", str(path))}
             if hta:
                 hta_dir = workdir / "hta" / path.stem
@@ -334,8 +336,10 @@ def bench_tiles(sizes: list[int], sources: list[Path], workdir: Path, hta_python
                         break
             result = medians({k: v for k, v in samples.items() if k in cmds})
             tile.floor, tile.ours, tile.hta = result["floor"], result["ours"], result.get("hta")
-            print(f"  {name} {size:.1f} MiB: floor {tile.floor.seconds:.2f} s, ntrace {tile.ours.seconds:.2f} s"
-                  + (f", HTA {tile.hta.seconds:.2f} s" if tile.hta else f", HTA {tile.hta_note}"), file=sys.stderr, flush=True)
+            print(f"  {name} {size:.1f} MiB, {events:,} events, {tile.repeat} runs: floor {tile.floor.seconds:.2f} s, ntrace {tile.ours.seconds:.2f} s"
+                  f" ({tile.ours.seconds / tile.floor.seconds:.2f}x), {tile.ours.rss_mib:.0f} MiB ({tile.ours.rss_mib / size:.2f}x)"
+                  + (f", HTA {tile.hta.seconds:.2f} s ({tile.hta.seconds / tile.ours.seconds:.1f}x)" if tile.hta else f", HTA {tile.hta_note}"),
+                  file=sys.stderr, flush=True)
             tiles.append(tile)
             if source is not None and mb > 90:
                 path.unlink()
@@ -394,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--large-only", default="", help="comma-separated name parts: only these sources are tiled above 90 MB")
     parser.add_argument("--hta-max-mb", type=int, default=350, help="HTA runs on tiles up to this size (MB)")
     parser.add_argument("--repeat-large", type=int, default=1, help="rounds per tile above 90 MB")
+    parser.add_argument("--hta-only", default="", help="comma-separated name parts: HTA runs only on these sources ('synthetic' for the synthetic ones)")
     parser.add_argument("--hta-runs", type=int, default=3, help="with --tiles: HTA runs in this many of each tile's rounds (it takes longest)")
     parser.add_argument("--no-synthetic", action="store_true", help="with --tiles: no synthetic trace of each size")
     parser.add_argument("--startup", action="store_true", help="measure Python, Polars and ntrace import / CLI start-up")
@@ -412,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tiles of {len(sources)} real traces at {sizes} MB; {args.repeat} runs at <= 90 MB, {args.repeat_large} above;"
                   f" HTA up to {args.hta_max_mb} MB in {min(args.hta_runs, args.repeat)} of the rounds" + (f"; above 90 MB only {large}" if large else ""))
             report_tiles(bench_tiles(sizes, sources, workdir, args.hta_python, large, args.hta_max_mb, args.repeat,
-                                     args.repeat_large, not args.no_synthetic, args.hta_runs))
+                                     args.repeat_large, not args.no_synthetic, args.hta_runs, [k for k in args.hta_only.split(",") if k]))
         traces = list(args.traces)
         if args.events and not args.scaling and not args.ranks:
             traces.append(synth(args.events, workdir))
