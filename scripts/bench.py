@@ -337,8 +337,8 @@ def bench_tiles(sizes: list[int], sources: list[Path], workdir: Path, hta_python
             result = medians({k: v for k, v in samples.items() if k in cmds})
             tile.floor, tile.ours, tile.hta = result["floor"], result["ours"], result.get("hta")
             print(f"  {name} {size:.1f} MiB, {events:,} events, {tile.repeat} runs: floor {tile.floor.seconds:.2f} s, ntrace {tile.ours.seconds:.2f} s"
-                  f" ({tile.ours.seconds / tile.floor.seconds:.2f}x), {tile.ours.rss_mib:.0f} MiB ({tile.ours.rss_mib / size:.2f}x)"
-                  + (f", HTA {tile.hta.seconds:.2f} s ({tile.hta.seconds / tile.ours.seconds:.1f}x)" if tile.hta else f", HTA {tile.hta_note}"),
+                  f" ({tile.ours.seconds / tile.floor.seconds:.2f}x; cpu {tile.floor.cpu:.2f} / {tile.ours.cpu:.2f} s = {tile.ours.cpu / tile.floor.cpu:.2f}x), {tile.ours.rss_mib:.0f} MiB ({tile.ours.rss_mib / size:.2f}x)"
+                  + (f", HTA {tile.hta.seconds:.2f} s ({tile.hta.seconds / tile.ours.seconds:.1f}x; cpu {tile.hta.cpu / tile.ours.cpu:.1f}x)" if tile.hta else f", HTA {tile.hta_note}"),
                   file=sys.stderr, flush=True)
             tiles.append(tile)
             if source is not None and mb > 90:
@@ -348,8 +348,8 @@ def bench_tiles(sizes: list[int], sources: list[Path], workdir: Path, hta_python
 
 def report_tiles(tiles: list[Tile]) -> None:
     """The tile table (Markdown): times, ratios, peak RSS / JSON size and the time growth per doubling of size against the same source's previous tile."""
-    print("\n| trace | JSON MiB | events | runs | floor s | ntrace s | ÷ floor | HTA s | ntrace faster than HTA | peak RSS MiB | RSS ÷ JSON | time growth per doubling |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| trace | JSON MiB | events | runs | floor s | ntrace s | ÷ floor | CPU ÷ floor's | HTA s | ntrace faster than HTA (CPU) | peak RSS MiB | RSS ÷ JSON | time growth per doubling |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     previous: dict[str, tuple[float, float]] = {}
     for t in sorted(tiles, key=lambda t: (t.source.startswith("synthetic"), t.source, t.size_mib)):
         assert t.floor and t.ours
@@ -362,9 +362,9 @@ def report_tiles(tiles: list[Tile]) -> None:
                 growth = f"{(t.ours.seconds / last_s) ** (1 / doublings):.2f}×"
         previous[t.source] = (size, t.ours.seconds)
         hta = f"{t.hta.seconds:.2f}" if t.hta else t.hta_note
-        faster = f"{t.hta.seconds / t.ours.seconds:.1f}×" if t.hta else "-"
+        faster = f"{t.hta.seconds / t.ours.seconds:.1f}× ({t.hta.cpu / t.ours.cpu:.1f}×)" if t.hta else "-"
         print(f"| {t.source} | {size:.1f} | {t.events:,} | {t.repeat} | {t.floor.seconds:.2f} | {t.ours.seconds:.2f} |"
-              f" {t.ours.seconds / t.floor.seconds:.2f}× | {hta} | {faster} | {t.ours.rss_mib:.0f} | {t.ours.rss_mib / size:.2f}× | {growth} |")
+              f" {t.ours.seconds / t.floor.seconds:.2f}× | {t.ours.cpu / t.floor.cpu:.2f}× | {hta} | {faster} | {t.ours.rss_mib:.0f} | {t.ours.rss_mib / size:.2f}× | {growth} |")
 
 
 def bench_startup(repeat: int) -> None:
