@@ -17,6 +17,7 @@ recomputes every number from the stored events.
     scripts/bench.py --events 330000             # a synthetic trace (scripts/synth_trace.py) under --workdir
     scripts/bench.py --events 100000 --scaling   # 1x, 2x, 4x, 8x events: time and RSS growth per doubling
     scripts/bench.py --events 100000 --ranks 4   # a 4-rank directory: --jobs 1 vs --jobs 2
+    scripts/bench.py --tiles 35,90,350,1000      # every real trace tiled (scripts/tile_trace.py) + synthetic: one table
     HTA_PYTHON=/tmp/hta-venv/bin/python scripts/bench.py …   # or --hta-python: adds HolisticTraceAnalysis
 
 HTA is never a dependency of ntrace: it runs from its own interpreter when one is given.
@@ -26,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
+import re
 import gzip
 import os
 import shutil
@@ -237,6 +240,149 @@ def bench_ranks(events: int, ranks: int, workdir: Path, repeat: int) -> None:
     print(f"\n{ranks} traces of {events} events: --jobs 1 {one:.2f} s, --jobs {jobs} {many:.2f} s ({one / many:.2f}x faster)")
 
 
+#: Bytes of JSON per synthetic event (scripts/synth_trace.py), to size a synthetic trace like a tile.
+SYNTH_BYTES_PER_EVENT = 299
+
+
+@dataclass
+class Tile:
+    """One benchmarked file of the tile table: its source, size, events and measurements."""
+
+    source: str
+    path: Path
+    events: int
+    repeat: int
+    size_mib: float = 0.0
+    floor: Run | None = None
+    ours: Run | None = None
+    hta: Run | None = None
+    hta_note: str = ""
+
+
+def make_tile(source: Path, mb: int, workdir: Path) -> tuple[Path, int]:
+    """`source` tiled (scripts/tile_trace.py) to about `mb` MB of JSON under workdir (reused when there); the tile and its event count."""
+    out = workdir / "tiles" / f"{source.name.split('.')[0]}_{mb}MB.json"
+    counted = out.with_suffix(".events")
+    if not out.exists() or not counted.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run([PY, str(ROOT / "scripts" / "tile_trace.py"), str(source), str(out), "--size", f"{mb}MB"],
+                              check=True, capture_output=True, text=True, env=ENV).stdout
+        counted.write_text(re.search(r"= ([\d,]+) events", done).group(1).replace(",", ""))  # type: ignore[union-attr]
+    return out, int(counted.read_text())
+
+
+def count_events(path: Path) -> int:
+    """The number of events in a trace's traceEvents (a synthetic one, whose generator rounds up to whole steps)."""
+    import orjson
+
+    return len(orjson.loads(path.read_bytes())["traceEvents"])
+
+
+def bench_tiles(sizes: list[int], sources: list[Path], workdir: Path, hta_python: str | None, large_only: list[str],
+                hta_max_mb: int, repeat_small: int, repeat_large: int, synthetic: bool, hta_runs: int,
+                hta_only: list[str] | None = None) -> list[Tile]:
+    """Floor, `ntrace analyze --format json` and HTA on tiles of every source at every size (MB), rounds interleaved per tile.
+
+    Tiles above 90 MB are run `repeat_large` times (else `repeat_small`), and only for sources whose
+    name holds one of `large_only` when that is given; HTA only up to `hta_max_mb`, in the first
+    `hta_runs` rounds, and only on sources whose name holds one of `hta_only` when given. A source whose tile at a size is the one it had at a smaller size (one
+    copy is already larger) is not measured again. A tile is made,
+    measured and deleted before the next, so the disk holds one tile at a time.
+    """
+    tiles: list[Tile] = []
+    seen: set[tuple[str, int]] = set()
+    for mb in sizes:
+        picked = sources if mb <= 90 or not large_only else [s for s in sources if any(k in s.name for k in large_only)]
+        jobs: list[tuple[str, Path | None]] = [(s.name.split(".")[0], s) for s in picked]
+        if synthetic:
+            jobs.append(("synthetic (scripts/synth_trace.py)", None))
+        for name, source in jobs:
+            if source is None:
+                path = workdir / f"synth_{mb}MB.json"
+                if not path.exists():
+                    subprocess.run([PY, str(ROOT / "scripts" / "synth_trace.py"), str(path), "--events", str(mb * 10**6 // SYNTH_BYTES_PER_EVENT)],
+                                   check=True, stdout=subprocess.DEVNULL)
+                events = count_events(path)
+            else:
+                path, events = make_tile(source, mb, workdir)
+                if (name, events) in seen:
+                    continue
+                seen.add((name, events))
+            size = json_size(path) / 2**20
+            tile = Tile(name, path, events, repeat_small if mb <= 90 else repeat_large, size)
+            chosen = not hta_only or any(k in name for k in hta_only)
+            hta = bool(hta_python) and chosen and size * 2**20 / 10**6 <= hta_max_mb * 1.05
+            tile.hta_note = "" if hta else ("not run: no --hta-python" if not hta_python else "not run (time)" if not chosen else f"not run above {hta_max_mb} MB")
+            cmds = {"floor": [PY, "-c", FLOOR, str(path)], "ours": ntrace("analyze", "--format", "json", "-q", str(path))}
+            if hta:
+                hta_dir = workdir / "hta" / path.stem
+                hta_dir.mkdir(parents=True, exist_ok=True)
+                link = hta_dir / path.name
+                if not link.exists():
+                    link.symlink_to(path.resolve())
+                cmds["hta"] = [hta_python, "-c", HTA, str(hta_dir)]  # type: ignore[list-item]
+            samples: dict[str, list[Run]] = {k: [] for k in cmds}
+            for round_ in range(tile.repeat):
+                for key, cmd in cmds.items():
+                    if key == "hta" and round_ >= hta_runs:
+                        continue
+                    try:
+                        samples[key].append(run(cmd))
+                    except SystemExit as failed:
+                        if key != "hta":
+                            raise
+                        tile.hta_note = "fails: " + str(failed).strip().splitlines()[-1][:60]
+                        cmds = {k: v for k, v in cmds.items() if k != "hta"}
+                        break
+            result = medians({k: v for k, v in samples.items() if k in cmds})
+            tile.floor, tile.ours, tile.hta = result["floor"], result["ours"], result.get("hta")
+            print(f"  {name} {size:.1f} MiB, {events:,} events, {tile.repeat} runs: floor {tile.floor.seconds:.2f} s, ntrace {tile.ours.seconds:.2f} s"
+                  f" ({tile.ours.seconds / tile.floor.seconds:.2f}x; cpu {tile.floor.cpu:.2f} / {tile.ours.cpu:.2f} s = {tile.ours.cpu / tile.floor.cpu:.2f}x), {tile.ours.rss_mib:.0f} MiB ({tile.ours.rss_mib / size:.2f}x)"
+                  + (f", HTA {tile.hta.seconds:.2f} s ({tile.hta.seconds / tile.ours.seconds:.1f}x; cpu {tile.hta.cpu / tile.ours.cpu:.1f}x)" if tile.hta else f", HTA {tile.hta_note}"),
+                  file=sys.stderr, flush=True)
+            tiles.append(tile)
+            if source is not None and mb > 90:
+                path.unlink()
+    return tiles
+
+
+def report_tiles(tiles: list[Tile]) -> None:
+    """The tile table (Markdown): times, ratios, peak RSS / JSON size and the time growth per doubling of size against the same source's previous tile."""
+    print("\n| trace | JSON MiB | events | runs | floor s | ntrace s | ÷ floor | CPU ÷ floor's | HTA s | ntrace faster than HTA (CPU) | peak RSS MiB | RSS ÷ JSON | time growth per doubling |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    previous: dict[str, tuple[float, float]] = {}
+    for t in sorted(tiles, key=lambda t: (t.source.startswith("synthetic"), t.source, t.size_mib)):
+        assert t.floor and t.ours
+        size = t.size_mib
+        growth = "-"
+        if t.source in previous:
+            last_size, last_s = previous[t.source]
+            doublings = math.log2(size / last_size)
+            if doublings > 0.5:
+                growth = f"{(t.ours.seconds / last_s) ** (1 / doublings):.2f}×"
+        previous[t.source] = (size, t.ours.seconds)
+        hta = f"{t.hta.seconds:.2f}" if t.hta else t.hta_note
+        faster = f"{t.hta.seconds / t.ours.seconds:.1f}× ({t.hta.cpu / t.ours.cpu:.1f}×)" if t.hta else "-"
+        print(f"| {t.source} | {size:.1f} | {t.events:,} | {t.repeat} | {t.floor.seconds:.2f} | {t.ours.seconds:.2f} |"
+              f" {t.ours.seconds / t.floor.seconds:.2f}× | {t.ours.cpu / t.floor.cpu:.2f}× | {hta} | {faster} | {t.ours.rss_mib:.0f} | {t.ours.rss_mib / size:.2f}× | {growth} |")
+
+
+def bench_startup(repeat: int) -> None:
+    """Python alone, `import polars`, `import ntrace` and `import ntrace.cli` (what every CLI run pays before reading a byte), medians."""
+    cmds = {
+        "python -c pass": [PY, "-c", "pass"],
+        "import polars": [PY, "-c", "import polars"],
+        "import ntrace": [PY, "-c", "import ntrace"],
+        "import ntrace.cli": [PY, "-c", STARTUP],
+        "ntrace --help": ntrace("--help"),
+    }
+    samples: dict[str, list[Run]] = {k: [] for k in cmds}
+    for _ in range(repeat):
+        for key, cmd in cmds.items():
+            samples[key].append(run(cmd))
+    print(f"\nStart-up (median of {repeat}): " + ", ".join(f"{k} {r.seconds:.3f} s" for k, r in medians(samples).items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("traces", nargs="*", type=Path, help="real trace files to benchmark")
@@ -247,12 +393,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hta-python", default=os.environ.get("HTA_PYTHON"), help="python of a venv with holistictraceanalysis installed")
     parser.add_argument("--no-plain", action="store_true", help="skip the plain orjson path (slow on gigabyte traces)")
     parser.add_argument("--workdir", type=Path, help="where synthetic traces and caches go (default: a temporary directory)")
+    parser.add_argument("--tiles", help="sizes in MB, e.g. 35,90,350,1000: tile every --tile-source to each and print one table")
+    parser.add_argument("--tile-source", type=Path, action="append", help="real trace to tile (default: every tests/data/kineto/*.json.gz)")
+    parser.add_argument("--large-only", default="", help="comma-separated name parts: only these sources are tiled above 90 MB")
+    parser.add_argument("--hta-max-mb", type=int, default=350, help="HTA runs on tiles up to this size (MB)")
+    parser.add_argument("--repeat-large", type=int, default=1, help="rounds per tile above 90 MB")
+    parser.add_argument("--hta-only", default="", help="comma-separated name parts: HTA runs only on these sources ('synthetic' for the synthetic ones)")
+    parser.add_argument("--hta-runs", type=int, default=3, help="with --tiles: HTA runs in this many of each tile's rounds (it takes longest)")
+    parser.add_argument("--no-synthetic", action="store_true", help="with --tiles: no synthetic trace of each size")
+    parser.add_argument("--startup", action="store_true", help="measure Python, Polars and ntrace import / CLI start-up")
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ntrace-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, workdir {workdir}")
     compile_ntrace()
     try:
+        if args.startup:
+            bench_startup(max(args.repeat, 5))
+        if args.tiles:
+            sources = args.tile_source or sorted((ROOT / "tests" / "data" / "kineto").glob("*.json.gz"))
+            sizes = [int(x) for x in args.tiles.split(",")]
+            large = [k for k in args.large_only.split(",") if k]
+            print(f"tiles of {len(sources)} real traces at {sizes} MB; {args.repeat} runs at <= 90 MB, {args.repeat_large} above;"
+                  f" HTA up to {args.hta_max_mb} MB in {min(args.hta_runs, args.repeat)} of the rounds" + (f"; above 90 MB only {large}" if large else ""))
+            report_tiles(bench_tiles(sizes, sources, workdir, args.hta_python, large, args.hta_max_mb, args.repeat,
+                                     args.repeat_large, not args.no_synthetic, args.hta_runs, [k for k in args.hta_only.split(",") if k]))
         traces = list(args.traces)
         if args.events and not args.scaling and not args.ranks:
             traces.append(synth(args.events, workdir))

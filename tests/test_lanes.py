@@ -7,7 +7,10 @@ import re
 import polars as pl
 import pytest
 
-from ntrace.lanes import LANE_ROWS, LANES, NAME_RULES, classify, lane_table, name_rule_table
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ntrace.lanes import LANE_ROWS, LANES, NAME_RULES, classify, lane_table, lower_contains, lower_is, name_rule_table
 
 
 def _events(cats: list[str | None], names: list[str] | None = None) -> pl.DataFrame:
@@ -102,3 +105,26 @@ def test_name_rule_table_is_what_the_cli_prints() -> None:
     assert table.height == len(NAME_RULES)
     for row in table.iter_rows(named=True):
         assert row["name"] in result.output and row["why"] in result.output
+
+
+#: Texts the analyses match case-insensitively, and strings around them that lowercasing treats specially (Kelvin sign, dotted I, long s, final sigma).
+_MATCHED = ("gpu_user_annotation", "user_annotation", "cpu_op", "trace", "ac2g", "mtia_ccp_events")
+_TRICKY = ["GPU_USER_ANNOTATION", "gpu_uſer_annotation", "Trace", "TRACE ", "İtrace", "trace\u212a", "AC2G", "ac2g\n", "cpu_Op", "", "ΣΑΣ", "nccl", "NcCl_AllReduce", "xRCCLy", "ncc", "\u212anccl"]
+
+
+@settings(deadline=None)  # no timing in tests: a busy machine must not fail it
+@given(st.lists(st.one_of(st.none(), st.sampled_from(_TRICKY + list(_MATCHED)), st.text(alphabet=st.sampled_from("aAcCgGlLnNrRtTeE_ 2ſİ\u212aΣς")), st.text()), max_size=30))
+def test_lower_is_and_lower_contains_agree_with_to_lowercase(values: list[str | None]) -> None:
+    """The ASCII case-insensitive matchers give what lowercasing every string and comparing gives, nulls included."""
+    frame = pl.DataFrame({"c": values}, schema={"c": pl.String})
+    lowered = pl.col("c").str.to_lowercase()
+    for text in _MATCHED:
+        assert frame.select(lower_is("c", text)).to_series().to_list() == frame.select(lowered == text).to_series().to_list()
+    got = frame.select(lower_contains("c", "nccl|rccl")).to_series().to_list()
+    assert got == frame.select(lowered.str.contains("nccl|rccl")).to_series().to_list()
+
+
+def test_lower_matchers_refuse_texts_they_cannot_match_exactly() -> None:
+    for text in ("kernel", "Cpu_op", "a.b"):
+        with pytest.raises(ValueError):
+            lower_is("c", text)

@@ -6,6 +6,7 @@ with `lane_table({"my_cat": "hardware"})`. Each row says why the category sits i
 
 from __future__ import annotations
 
+import re
 from typing import Mapping
 
 import polars as pl
@@ -51,6 +52,26 @@ NAME_RULES: tuple[tuple[str, str, str, str, str], ...] = (
 )
 
 
+#: Lowercase texts the case-insensitive matchers below accept: ASCII with no `k` (the Kelvin sign lowercases to `k`).
+_ASCII_NO_K = re.compile(r"[a-jl-z0-9_ ]+")
+
+
+def lower_is(column: str, text: str) -> pl.Expr:
+    """Whether `column` lowercased equals `text`, as one ASCII case-insensitive match: the same as `.str.to_lowercase() == text`
+    (null where the column is), without building the lowered text of every event.
+
+    Only ASCII letters lowercase to an ASCII letter other than `k`, so for such a `text` the two agree on every string.
+    """
+    return lower_contains(column, f"^{text}$")
+
+
+def lower_contains(column: str, pattern: str) -> pl.Expr:
+    """Whether `column` lowercased holds a match of `pattern` (words of lowercase ASCII without `k`, `|`, `^`, `$`), as `lower_is` does it."""
+    if not all(_ASCII_NO_K.fullmatch(word.strip("^$")) for word in pattern.split("|")):
+        raise ValueError(f"{pattern!r} is not lowercase ASCII words without k")
+    return pl.col(column).str.contains(f"(?i-u){pattern}")
+
+
 def lane_table(extra: Mapping[str, str] | None = None) -> pl.DataFrame:
     """The category → lane table as a frame (category, lane, side, why); `extra` adds or overrides rows."""
     rows = {cat.lower(): (cat, lane, side, why) for cat, lane, side, why in LANE_ROWS}
@@ -77,10 +98,10 @@ def classify(events: pl.DataFrame, table: pl.DataFrame | None = None) -> pl.Data
     ruled = {cat for cat, *_ in NAME_RULES} & set(lower.to_list())
     if not ruled:  # the common case: no category that needs its names read
         return out
-    cat, name = pl.col("cat").str.to_lowercase(), pl.col("name").fill_null("")
+    name = pl.col("name").fill_null("")
     new_lane, new_side = pl.col("lane"), pl.col("side")
     for rule_cat, pattern, rule_lane, rule_side, _ in reversed(NAME_RULES):  # the first rule applied last: it wins
-        hit = (cat == rule_cat) & name.str.contains(pattern)
+        hit = lower_is("cat", rule_cat) & name.str.contains(pattern)
         new_lane = pl.when(hit).then(pl.lit(rule_lane, pl.Enum(LANES))).otherwise(new_lane)
         new_side = pl.when(hit).then(pl.lit(rule_side)).otherwise(new_side)
     return out.with_columns(lane=new_lane.fill_null("other"), side=new_side.fill_null("host"))

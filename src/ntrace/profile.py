@@ -241,7 +241,12 @@ class Profile:
     @cached_property
     def op_groups(self) -> pl.DataFrame:
         """The op table before any view: sums per (name, user_annotation, input_dims), plus the unlinked device time row (see ntrace.analyses.ops.op_groups)."""
-        return opmod.op_groups(self.nesting, self.attribution)
+        return opmod.op_groups(self._op_rows, self.attribution)
+
+    @cached_property
+    def _op_rows(self) -> pl.DataFrame:
+        """The op tree's events still counted after torch's folding, with their self and total times (see ntrace.analyses.ops.op_rows): read by the op groups and the warnings."""
+        return opmod.op_rows(self.nesting, self.attribution)
 
     @cached_property
     def self_cpu_ns(self) -> int:
@@ -280,8 +285,7 @@ class Profile:
     def analysis_warnings(self) -> tuple[str, ...]:
         """What the analysis found doubtful in the trace (torch's rules giving negative self CPU, steps overlapping), one line each."""
         out = []
-        rows = opmod.op_rows(self.nesting, self.attribution)
-        if negative := rows.filter(pl.col("self_cpu") < 0).height:
+        if negative := self._op_rows.filter(pl.col("self_cpu") < 0).height:
             out.append(f"{self.trace.path}: {negative} events have negative self CPU: children that partly overlap each other, whose overlap torch's rule subtracts twice")
         if overlaps := overlapping(self._windows):
             out.append(f"{self.trace.path}: {overlaps} profiler steps start before the previous one ends; an event counts in the last step started")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import polars as pl
 
+from ntrace.lanes import lower_is
+
 _LINK_SCHEMA = pl.Schema({"call_idx": pl.Int64(), "exec_idx": pl.Int64(), "via": pl.String()})
 
 #: The device activities: every device-side event but the annotation ranges drawn over kernels.
-ACTIVITY = (pl.col("side") == "device") & (pl.col("cat").str.to_lowercase() != "gpu_user_annotation").fill_null(True)
+ACTIVITY = (pl.col("side") == "device") & (~lower_is("cat", "gpu_user_annotation")).fill_null(True)
 #: The runtime calls that launch them.
 CALL = pl.col("lane") == "runtime_api"
 
@@ -44,7 +46,7 @@ def _flow_links(events: pl.DataFrame, calls: pl.LazyFrame, activities: pl.LazyFr
     """
     flows = (
         events.lazy()
-        .filter(pl.col("flow_id").is_not_null() & pl.col("ph").is_in(["s", "f"]) & (pl.col("cat").str.to_lowercase() == "ac2g"))
+        .filter(pl.col("flow_id").is_not_null() & pl.col("ph").is_in(["s", "f"]) & lower_is("cat", "ac2g"))
         .select("idx", "flow_id", "pid", "tid", "ts")
         .collect(engine="in-memory")
     )

@@ -21,9 +21,10 @@ from __future__ import annotations
 import polars as pl
 
 from ntrace.analyses.totals import thread_key
+from ntrace.lanes import lower_is
 
 #: The complete events that run on host threads and take part in nesting (the profiler's own "Trace" span excluded).
-HOST_EVENT = (pl.col("side") == "host") & (pl.col("cat").str.to_lowercase() != "trace").fill_null(True)
+HOST_EVENT = (pl.col("side") == "host") & (~lower_is("cat", "trace")).fill_null(True)
 
 
 def tree_order(events: pl.DataFrame) -> pl.DataFrame:
@@ -41,11 +42,14 @@ def previous_reaching(values: pl.Series, thresholds: pl.Series, first: pl.Series
     """
     n = values.len()
     cand = pl.select(pl.when(~first).then(pl.int_range(n, dtype=pl.Int64) - 1)).to_series()
-    while True:
-        short = (values.gather(cand) < thresholds).fill_null(False)
-        if not short.any():
-            return cand.alias("previous")
-        cand = cand.zip_with(~short, cand.gather(cand))
+    # only the positions still short jump (one that reached its threshold keeps its candidate for
+    # good), all at once from the previous round's candidates: most are settled in the first rounds
+    active = (values.gather(cand) < thresholds).fill_null(False).arg_true().cast(pl.Int64)
+    while active.len():
+        jumped = cand.gather(cand.gather(active))
+        cand = cand.scatter(active, jumped)
+        active = active.filter((values.gather(jumped) < thresholds.gather(active)).fill_null(False))
+    return cand.alias("previous")
 
 
 def chain_end(step: pl.Series) -> pl.Series:
@@ -135,11 +139,12 @@ def innermost_open(ops: pl.DataFrame, at: pl.DataFrame) -> pl.Series:
         .join_asof(last_start.sort("pid", "tid", "ts"), left_on="t", right_on="ts", by=["pid", "tid"], strategy="backward", check_sortedness=False)
         .sort("_q")
     )
-    cand, t = found["pos"], found["t"]
-    while True:
-        closed = (ends.gather(cand) <= t).fill_null(False)
-        if not closed.any():
-            return cand.alias("open")
-        cand = cand.zip_with(~closed, previous.gather(cand))
+    cand, t = found["pos"].clone(), found["t"]
+    active = (ends.gather(cand) <= t).fill_null(False).arg_true().cast(pl.Int64)  # only these move on; the others have their answer
+    while active.len():
+        stepped = previous.gather(cand.gather(active))
+        cand = cand.scatter(active, stepped)
+        active = active.filter((ends.gather(stepped) <= t.gather(active)).fill_null(False))
+    return cand.alias("open")
 
 

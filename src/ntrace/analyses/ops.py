@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from ntrace.analyses.nesting import HOST_EVENT, climb, innermost_open, subtree_sums, tree, tree_order
+from ntrace.lanes import lower_is
 
 UNLINKED = "[unlinked device time]"
 
@@ -58,7 +59,7 @@ HIDDEN_NAMES: tuple[str, ...] = (
 TREE_EVENT = HOST_EVENT & ~pl.col("name").is_in(HIDDEN_NAMES).fill_null(False)
 
 #: Device activities: what torch counts as device time (device-side events but the annotation ranges drawn over kernels).
-DEVICE_ACTIVITY = (pl.col("side") == "device") & (pl.col("cat").str.to_lowercase() != "gpu_user_annotation").fill_null(True)
+DEVICE_ACTIVITY = (pl.col("side") == "device") & (~lower_is("cat", "gpu_user_annotation")).fill_null(True)
 
 #: The additive columns of the op table: every view sums them.
 _SUMS = ["calls", "self_cpu", "cpu_total", "self_device", "device_total"]
@@ -118,12 +119,12 @@ def op_name(name: pl.Expr) -> pl.Expr:
 
 def op_tree(host: pl.DataFrame) -> pl.DataFrame:
     """torch's tree of the tree events (idx, pid, tid, ts, end, dur, name, cat, input_dims): nesting.tree's frame plus `key` (the row's name) and `user_annotation`."""
-    return tree(host).with_columns(op_name(pl.col("name").fill_null("")).alias("key"), user_annotation=(pl.col("cat").str.to_lowercase() == "user_annotation").fill_null(False))
+    return tree(host).with_columns(op_name(pl.col("name").fill_null("")).alias("key"), user_annotation=lower_is("cat", "user_annotation").fill_null(False))
 
 
 def launching_ops(nest: pl.DataFrame, calls: pl.DataFrame) -> pl.Series:
     """For runtime calls (idx, pid, tid, ts): the idx of the innermost `cpu_op` of the tree `nest` open on the call's thread when it starts, or null."""
-    ops = tree_order(nest.filter(pl.col("cat").str.to_lowercase() == "cpu_op").select("idx", "pid", "tid", "ts", "end"))
+    ops = tree_order(nest.filter(lower_is("cat", "cpu_op")).select("idx", "pid", "tid", "ts", "end"))
     return ops["idx"].gather(innermost_open(ops, calls.select("pid", "tid", t="ts"))).alias("op_idx")
 
 
@@ -159,11 +160,10 @@ def op_rows(nest: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
     ).filter(pl.col("kept")).drop("kept")
 
 
-def op_groups(nest: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
-    """Every view of the op table sums these rows: per (name, user_annotation, input_dims), calls, self_cpu, cpu_total, self_device, device_total (ns), plus the unlinked device time row."""
+def op_groups(counted: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
+    """Every view of the op table sums these rows: per (name, user_annotation, input_dims) of op_rows' `counted` rows, calls, self_cpu, cpu_total, self_device, device_total (ns), plus the unlinked device time row."""
     rows = (
-        op_rows(nest, attributed)
-        .group_by(name="key", user_annotation="user_annotation", input_dims="input_dims")
+        counted.group_by(name="key", user_annotation="user_annotation", input_dims="input_dims")
         .agg(
             calls=pl.len().cast(pl.Int64),
             self_cpu=pl.col("self_cpu").sum(),

@@ -8,8 +8,10 @@ from typing import Any, Mapping
 
 import polars as pl
 
+from ntrace.lanes import lower_contains
+
 #: A collective: a device activity named like an NCCL/RCCL kernel, or a Neuron collective execution.
-COLLECTIVE = pl.col("name").str.to_lowercase().str.contains("nccl|rccl") | pl.col("name").is_in(["cc_running", "cc_exec_barrier"])
+COLLECTIVE = lower_contains("name", "nccl|rccl") | pl.col("name").is_in(["cc_running", "cc_exec_barrier"])
 
 #: A rank number in a file name: rank_3, rank-3, rank3 (case-insensitive; the last such number wins).
 RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)

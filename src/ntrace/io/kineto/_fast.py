@@ -183,10 +183,11 @@ class _Chunks:
     def __init__(self) -> None:
         self.batches: dict[str, list[pl.Series]] = {}  # not yet joined
         self.groups: dict[str, list[pl.Series]] = {}
+        self.text_ids: set[str] = set()  # pid/tid columns that held a name in an earlier batch: built as text at once
 
     def add(self, events: list[_Event]) -> None:
         """Append one batch of events."""
-        for name, column in _event_columns(events).items():
+        for name, column in _event_columns(events, self.text_ids).items():
             self.batches.setdefault(name, []).append(column)
         if len(self.batches["ph"]) == GROUP:
             self._join()
@@ -224,15 +225,20 @@ def _release(text: object, start: int = 0, stop: int | None = None) -> None:
             text.madvise(mmap.MADV_DONTNEED, start, stop - start)
 
 
-def _event_columns(events: list[_Event]) -> dict[str, pl.Series]:
-    """One batch of events as typed columns: text, pid/tid as Int64 or text, times as their JSON text (raw bytes), keys as Int64, shapes as raw JSON bytes (empty where absent)."""
+def _event_columns(events: list[_Event], text_ids: set[str]) -> dict[str, pl.Series]:
+    """One batch of events as typed columns: text, pid/tid as Int64 or text, times as their JSON text (raw bytes), keys as Int64, shapes as raw JSON bytes (empty where absent).
+
+    pid/tid named in `text_ids` are built as text directly; one found to hold a name is added to it.
+    """
     args = [e.args or _NO_ARGS for e in events]
     cols: dict[str, pl.Series] = {}
     for name in _TEXT:
         column = "flow_bp" if name == "bp" else name
         cols[column] = pl.Series(column, list(map(attrgetter(name), events)), dtype=pl.String)
     for name in _IDS:
-        cols[name] = _ids(name, list(map(attrgetter(name), events)))
+        cols[name] = _ids(name, list(map(attrgetter(name), events)), name in text_ids)
+        if cols[name].dtype == pl.String:
+            text_ids.add(name)
     for name in _TIMES:
         cols[name] = pl.Series(name, list(map(bytes, map(attrgetter(name), events))), dtype=pl.Binary)  # b"" where absent
     cols["flow_id"] = _int_keys("flow_id", list(map(attrgetter("id"), events)))
@@ -243,12 +249,18 @@ def _event_columns(events: list[_Event]) -> dict[str, pl.Series]:
     return cols
 
 
-def _ids(name: str, values: list[Any]) -> pl.Series:
-    """pid/tid as Int64 when all are integers (made text once, for all batches, by decode), else as text: integers printed by Polars, names kept."""
-    try:
-        return pl.Series(name, values, dtype=pl.Int64)
-    except (TypeError, OverflowError):
-        return pl.Series(name, values, dtype=pl.String, strict=False)
+def _ids(name: str, values: list[Any], as_text: bool = False) -> pl.Series:
+    """pid/tid as Int64 when all are integers (made text once, for all batches, by decode), else as text: integers printed by Polars, names kept.
+
+    `as_text` (an earlier batch held names) skips the Int64 attempt, which would fail again on most
+    traces (GPU ones name their tracks); the text is the same either way.
+    """
+    if not as_text:
+        try:
+            return pl.Series(name, values, dtype=pl.Int64)
+        except (TypeError, OverflowError):
+            pass
+    return pl.Series(name, values, dtype=pl.String, strict=False)
 
 
 def _int_keys(name: str, values: list[Any]) -> pl.Series:
