@@ -253,3 +253,14 @@ def test_library_call_returns_the_same_frames() -> None:
     result = device(FIXTURES / "device" / "collectives")
     (r,) = result.reports
     assert isinstance(r.engines, pl.DataFrame) and r.collectives.height == 2
+
+
+def test_a_lone_trace_finds_profiles_beside_it_not_deep_below(tmp_path: Path) -> None:
+    """A trace given alone in a plain directory joins a profile in that directory's subdirectories, never one buried deeper (analyzing /tmp/x.json must not walk /tmp)."""
+    (trace,) = (FIXTURES / "rmsnorm" / "fused").rglob("trace.json")
+    shutil.copy(trace, tmp_path / "trace.json")
+    shutil.copytree(FIXTURES / "device" / "collectives", tmp_path / "beside")
+    shutil.copytree(FIXTURES / "device" / "collectives", tmp_path / "other" / "run" / "deep")
+    doc = orjson.loads(CliRunner().invoke(main, ["analyze", str(tmp_path / "trace.json"), "--format", "json", "-q"]).stdout)
+    (prof,) = doc["profiles"]
+    assert [Path(p["path"]).name for p in prof["device_profiles"]["profiles"]] == ["beside"]

@@ -101,8 +101,9 @@ def find_sessions(root: str | Path, traces: list[Path] | None = None) -> list[Se
         raise InputError(root, "does not exist")
     if not root.is_dir():
         home = session_dir(root)
-        files = _walk(home, recursive=session_fields(home)[1] is not None)
-        return [build_session(home, [root], [f for f in files if session_dir(f) == home])]
+        recursive = session_fields(home)[1] is not None
+        files = _walk(home, recursive=recursive)
+        return [build_session(home, [root], [f for f in files if session_dir(f) == home], profile_depth=None if recursive else 1)]
     traces = find_traces(root) if traces is None else traces
     groups: dict[Path, tuple[list[Path], list[Path]]] = {}
     for path in traces:
@@ -121,15 +122,18 @@ def _walk(root: Path, recursive: bool = True) -> list[Path]:
     return found
 
 
-def build_session(directory: Path, traces: list[Path], files: list[Path]) -> Session:
-    """Read every artifact of one session and pair its NEFFs with its NTFFs."""
+def build_session(directory: Path, traces: list[Path], files: list[Path], profile_depth: int | None = None) -> Session:
+    """Read every artifact of one session and pair its NEFFs with its NTFFs; its processed device profiles are looked for `profile_depth` levels down (all when None).
+
+    A trace given alone in a plain directory (not a Neuron session's) looks only beside itself, so analyzing /tmp/x.json never walks all of /tmp.
+    """
     instance, pid, timestamp = session_fields(directory)
     by_suffix = {s: [p for p in files if p.suffix == s] for s in _ARTIFACT_SUFFIXES}
     neffs = neff_table(by_suffix[".neff"])
     ntffs = ntff_table(by_suffix[".ntff"])
     pairs = pair(neffs, ntffs)
     misplaced = [t for t in traces if MISPLACED_TRACE.match(t.name) and pid is None]
-    profiles = tuple(find_profiles(directory))
+    profiles = tuple(find_profiles(directory, profile_depth))
     return Session(
         directory, instance, pid, timestamp, tuple(traces), neffs, ntffs, pb_table(by_suffix[".pb"]), pairs,
         unpaired(neffs, ntffs, pairs, misplaced), profiles, tuple(p for p in files if FRAMEWORK_MAPPING.match(p.name)),

@@ -68,14 +68,15 @@ def is_profile_dir(directory: Path) -> bool:
     return bool(table_files(directory))
 
 
-def find_profiles(root: str | Path) -> list[Path]:
-    """Every processed device-profile directory at or under `root` (a table file given directly: its directory), sorted; links to directories are not followed."""
+def find_profiles(root: str | Path, depth: int | None = None) -> list[Path]:
+    """Every processed device-profile directory at or under `root` (at most `depth` levels down; a table file given directly: its directory), sorted; links to directories are not followed."""
     root = Path(root)
     if root.is_file():
         return [root.parent] if table_of(root.name) else []
     found = []
+    top = len(root.parts)
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
+        dirnames[:] = sorted(dirnames) if depth is None or len(Path(dirpath).parts) - top < depth else []
         if any(table_of(n) for n in filenames):
             found.append(Path(dirpath))
     return sorted(found)
