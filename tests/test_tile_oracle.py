@@ -10,6 +10,7 @@ CLI's JSON on each tile is also checked against the oracle's counts and totals.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,3 +48,13 @@ def test_tiles_agree_with_the_oracle(source: Path, tmp_path: Path) -> None:
     assert got["events"] == want["events"]
     lanes = {lane["lane"]: (lane["events"], lane["total_us"], lane["busy_us"]) for lane in got["lanes"]}
     assert lanes == {k: (v["events"], v["total"] / 1000, v["busy"] / 1000) for k, v in want["lanes"].items()}
+
+
+@pytest.mark.slow
+def test_one_process_decoding_gives_the_same_json(tmp_path: Path) -> None:
+    """Decoded without the helper process (as in a worker), the MTIA tile's frames hold empty chunks, on which Polars' own `format` panicked; the JSON is the same."""
+    (source,) = [p for p in shared_trace_files() if p.name.startswith(ONE_COPY)]
+    path = tile(source, tmp_path / "tile.json", 1)
+    alone = subprocess.run([sys.executable, "-m", "ntrace", "analyze", "--format", "json", "-q", str(path)], capture_output=True, text=True, env={**os.environ, "NTRACE_FORK": "0"})
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    assert json.loads(alone.stdout)["profiles"][0] == cli_json(path)

@@ -20,6 +20,7 @@ from ntrace.analyses.ranks import COLLECTIVE, collective_instances, communicatio
 from ntrace.analyses.ops import OpView
 from ntrace.analyses.steps import device_work, host_busy, is_step, launch_step, overlapping, step_windows
 from ntrace.analyses.totals import lane_categories, lane_totals, spans, track, track_totals, window
+from ntrace.exprs import fmt
 from ntrace.summary import Summary, Timeline
 from ntrace.trace import Trace
 
@@ -198,7 +199,7 @@ class Profile:
     @cached_property
     def _step_work(self) -> tuple[pl.DataFrame, tuple[int, int]]:
         """Per (step, device) the device work each step launched, and the (count, ns) of device work in no step."""
-        work = self.activities.select("idx", device=pl.format("device {}", pl.col("pid").fill_null("?")), ts="ts", end="end", dur="dur").join(
+        work = self.activities.select("idx", device=fmt("device {}", pl.col("pid").fill_null("?")), ts="ts", end="end", dur="dur").join(
             self.links.select(idx="exec_idx", call_idx="call_idx").join(self.calls.select(call_idx="idx", call_ts="ts"), on="call_idx"), on="idx", how="left"
         )
         return device_work(self._windows, work)

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 import polars as pl
 
+from ntrace.exprs import fmt
 from ntrace.lanes import lower_contains
 
 #: A collective: a device activity named like an NCCL/RCCL kernel, or a Neuron collective execution.
@@ -33,7 +34,7 @@ def collective_instances(activities: pl.DataFrame) -> pl.DataFrame:
     """The collectives among the device activities (idx, name, pid, ts, end, sequence): idx, name, device (`device {pid}`), ts, end, sequence, by start."""
     return (
         activities.filter(COLLECTIVE)
-        .select("idx", "name", device=pl.format("device {}", pl.col("pid").fill_null("?")), ts="ts", end="end", sequence="sequence")
+        .select("idx", "name", device=fmt("device {}", pl.col("pid").fill_null("?")), ts="ts", end="end", sequence="sequence")
         .sort("ts", "idx")
         .cast(dict(INSTANCE_SCHEMA))  # type: ignore[arg-type]
     )
@@ -122,7 +123,7 @@ def partial_instances(keyed: pl.DataFrame, ranks: int) -> pl.DataFrame:
     """Per collective name whose instances are not all on every one of `ranks` ranks: name, the instances on only some ranks, and the instance count per rank."""
     held = keyed.group_by("name", "key").agg(on=pl.col("rank").n_unique())
     partial = held.filter(pl.col("on") < ranks).group_by("name").agg(partial=pl.len())
-    counts = keyed.group_by("name", "rank").agg(n=pl.len()).sort("rank").group_by("name").agg(per_rank=pl.format("rank {} {}", "rank", "n").str.join(", "))
+    counts = keyed.group_by("name", "rank").agg(n=pl.len()).sort("rank").group_by("name").agg(per_rank=fmt("rank {} {}", "rank", "n").str.join(", "))
     return partial.join(counts, on="name", how="left").sort("name")
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 import polars as pl
 
 from ntrace.errors import InputError, TraceFormatError
+from ntrace.exprs import fmt
 from ntrace.io.manifest import find_manifest
 from ntrace.lanes import classify
 from ntrace.trace import EVENT_SCHEMA, STEP_NAME, Trace, end_fits
@@ -95,15 +96,15 @@ def explorer_events(rows: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("cpu_op"))
         .otherwise(pl.col("trace_event_source"))
     )
-    core = pl.format("NC{}:{}", pl.col("nc_idx").fill_null(0), pl.col("pcore_idx").fill_null(0))
+    core = fmt("NC{}:{}", pl.col("nc_idx").fill_null(0), pl.col("pcore_idx").fill_null(0))
     pid = pl.when(source == "neuron_hw").then(core).otherwise(pl.col("process_id").cast(pl.String))
     tid = (
         pl.when(source == "neuron_hw")
         .then(core)
         .when(source == "neuron_rt")
-        .then(pl.format("NC:{}", pl.col("nc_idx").fill_null(0)))
+        .then(fmt("NC:{}", pl.col("nc_idx").fill_null(0)))
         .when(on_stream)
-        .then(pl.format("Stream:{}", pl.col("framework_stream_id")))
+        .then(fmt("Stream:{}", pl.col("framework_stream_id")))
         .otherwise(pl.col("thread_id").cast(pl.String))
     )
     dur = pl.coalesce("duration_ns", pl.when(pl.col("end_ts") >= pl.col("start_ts")).then(pl.col("end_ts") - pl.col("start_ts"))).clip(lower_bound=0)

@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from ntrace.errors import InputError
+from ntrace.exprs import fmt
 from ntrace.io.discover import find_traces
 from ntrace.neuron.device.layout import find_profiles
 from ntrace.neuron.neff import read_neff
@@ -243,25 +244,25 @@ def unpaired(neffs: pl.DataFrame, ntffs: pl.DataFrame, pairs: pl.DataFrame, misp
         reason=pl.when(pl.col("scheme") == "unknown")
         .then(pl.lit("NEFF name follows no known scheme (neff_<hash>[_vnc_<n>].neff, graph_<hash>.neff): cannot be paired"))
         .when(vnc.is_null())
-        .then(pl.format("NEFF with no NTFF of hash {} (its name gives no core, so session-mode NTFFs are not matched to it)", hash_))
-        .otherwise(pl.format("NEFF with no NTFF of hash {} and no session-mode NTFF of core {}", hash_, vnc)),
+        .then(fmt("NEFF with no NTFF of hash {} (its name gives no core, so session-mode NTFFs are not matched to it)", hash_))
+        .otherwise(fmt("NEFF with no NTFF of hash {} and no session-mode NTFF of core {}", hash_, vnc)),
     )
     invalid = neffs.filter(~pl.col("valid"))
     blocked = (
         _matches(invalid, ntffs)
         .join(invalid.select(neff="path", problem="problem"), on="neff")
         .group_by(path="ntff")
-        .agg(pl.format("its NEFF {} is invalid ({})", pl.col("neff").str.extract(r"([^/\\]+)$"), "problem").sort().first().alias("blocked"))
+        .agg(fmt("its NEFF {} is invalid ({})", pl.col("neff").str.extract(r"([^/\\]+)$"), "problem").sort().first().alias("blocked"))
     )
     core = pl.col("core").cast(pl.String)
     lone_ntffs = ntffs.join(pairs.select(path="ntff"), on="path", how="anti").join(blocked, on="path", how="left").select(
         "path",
         reason=pl.when(pl.col("blocked").is_not_null())
-        .then(pl.format("NTFF not paired: {}", "blocked"))
+        .then(fmt("NTFF not paired: {}", "blocked"))
         .when(pl.col("scheme") == "model")
-        .then(pl.format("NTFF with no NEFF of hash {}", hash_))
+        .then(fmt("NTFF with no NEFF of hash {}", hash_))
         .when(pl.col("scheme") == "session")
-        .then(pl.format("session-mode NTFF of core {} with no NEFF named _vnc_{}", core, core))
+        .then(fmt("session-mode NTFF of core {} with no NEFF named _vnc_{}", core, core))
         .when(pl.col("scheme") == "rank")
         .then(pl.lit("NTFF named by rank (profile_rank_<id>.ntff) carries no hash or core: not paired"))
         .when(pl.col("scheme") == "exec")

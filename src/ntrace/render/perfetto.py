@@ -27,6 +27,7 @@ import polars as pl
 
 from ntrace.analyses.totals import track
 from ntrace.errors import NtraceError
+from ntrace.exprs import fmt
 from ntrace.io.files import read_json
 from ntrace.io.atomic import write_bytes
 from ntrace.lanes import LANES
@@ -74,14 +75,14 @@ def placed(profile: Profile) -> pl.DataFrame:
     events = (
         profile.events.filter(pl.col("ph").is_in(_PHASES))
         .with_columns(pl.col("lane").cast(pl.String), track(), _orig_pid=pl.col("pid").fill_null("?"))
-        .with_columns(pl.col("track").alias("ntrace_track"), track=pl.when(pl.col("lane") == "hardware").then(pl.format("{} stream {}", "track", pl.coalesce(pl.col("stream").cast(pl.String), pl.col("tid"), pl.lit("?")))).otherwise("track"))
+        .with_columns(pl.col("track").alias("ntrace_track"), track=pl.when(pl.col("lane") == "hardware").then(fmt("{} stream {}", "track", pl.coalesce(pl.col("stream").cast(pl.String), pl.col("tid"), pl.lit("?")))).otherwise("track"))
         .sort("lane", "_orig_pid", "track", "ts", pl.col("end"), descending=[False, False, False, False, True], maintain_order=True)
     )
     is_slice = events.select(pl.col("ph") == "X").to_series()
     cut = events.filter(is_slice).select("lane", "_orig_pid", "track", "ts", "end")
     level = pl.Series("_level", overlap_levels(cut["lane"] + "\0" + cut["_orig_pid"] + "\0" + cut["track"], cut["ts"], cut["end"]), dtype=pl.Int64)
     events = pl.concat([events.filter(is_slice).with_columns(level), events.filter(~is_slice).with_columns(_level=pl.lit(0, pl.Int64))]).with_columns(
-        track=pl.when(pl.col("_level") > 0).then(pl.format("{} (overlap {})", "track", "_level")).otherwise("track")
+        track=pl.when(pl.col("_level") > 0).then(fmt("{} (overlap {})", "track", "_level")).otherwise("track")
     )
     procs = (
         events.select("lane", "_orig_pid")
@@ -89,7 +90,7 @@ def placed(profile: Profile) -> pl.DataFrame:
         .with_columns(_rank=pl.col("lane").replace_strict(lane_rank, return_dtype=pl.Int64))
         .sort("_rank", "_orig_pid")
         .with_columns(out_pid=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
-        .with_columns(proc_name=pl.format("{} · {}", "lane", pl.when(pl.col("lane") == "hardware").then(pl.format("device {}", "_orig_pid")).otherwise(pl.format("pid {}", "_orig_pid"))))
+        .with_columns(proc_name=fmt("{} · {}", "lane", pl.when(pl.col("lane") == "hardware").then(fmt("device {}", "_orig_pid")).otherwise(fmt("pid {}", "_orig_pid"))))
     )
     threads = (
         events.select("lane", "_orig_pid", "track")

@@ -9,6 +9,7 @@ import polars as pl
 
 from ntrace.analyses.device import ENGINES
 from ntrace.analyses.ops import OpView, op_table
+from ntrace.exprs import fmt
 from ntrace.lanes import LANES
 from ntrace.neuron.artifacts import Session
 from ntrace.render.columns import base_name, header
@@ -209,7 +210,7 @@ def artifact_files_frame(sessions: Sequence[Session]) -> pl.DataFrame:
             [
                 s.neffs.select("path", kind=pl.lit("neff"), size="size", hash="hash", valid="valid", note="problem"),
                 s.ntffs.select("path", kind=pl.lit("ntff"), size="size", hash="hash", valid=pl.lit(None, pl.Boolean), note=pl.lit(None, pl.String)),
-                s.pbs.select("path", kind=pl.format("pb ({})", "kind"), size="size", hash=pl.lit(None, pl.String), valid=pl.lit(None, pl.Boolean), note=pl.lit(None, pl.String)),
+                s.pbs.select("path", kind=fmt("pb ({})", "kind"), size="size", hash=pl.lit(None, pl.String), valid=pl.lit(None, pl.Boolean), note=pl.lit(None, pl.String)),
                 pl.DataFrame({"path": [str(d) for d in s.device_profiles]}, schema={"path": pl.String}).select(
                     "path", kind=pl.lit("device profile"), size=pl.lit(None, pl.Int64), hash=pl.lit(None, pl.String), valid=pl.lit(None, pl.Boolean), note=pl.lit(None, pl.String)
                 ),

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import polars as pl
 
+from ntrace.exprs import fmt
 from ntrace.lanes import LANES
 from ntrace.summary import Summary, Timeline
 
@@ -111,7 +112,7 @@ def _pyramid(events: pl.DataFrame, rows: pl.DataFrame, exact: set[int], span: in
 
 def _args() -> pl.Expr:
     """The hover's shared args line of each event: category, Input Dims and bytes, where present (few distinct values; the ids travel as numbers)."""
-    parts = [pl.format("cat {}", "cat"), pl.format("Input Dims {}", "input_dims"), pl.format("bytes {}", "bytes")]
+    parts = [fmt("cat {}", "cat"), fmt("Input Dims {}", "input_dims"), fmt("bytes {}", "bytes")]
     return pl.concat_str(parts, separator=" · ", ignore_nulls=True)
 
 
