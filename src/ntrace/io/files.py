@@ -38,8 +38,8 @@ _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def available_memory() -> int:
-    """Bytes this process may still allocate: the smallest of MemAvailable, the cgroup's headroom and NTRACE_MEMORY_LIMIT."""
-    limits = (_meminfo_available() or _sysconf_available(), _cgroup_headroom(), _env_limit())
+    """Bytes this process may still allocate: the smallest of MemAvailable, the cgroup's headroom, the address-space and data limits' headroom (ulimit -v, -d) and NTRACE_MEMORY_LIMIT."""
+    limits = (_meminfo_available() or _sysconf_available(), _cgroup_headroom(), _rlimit_headroom(), _env_limit())
     return min(v for v in limits if v is not None)
 
 
@@ -85,6 +85,25 @@ def _cgroup_headroom() -> int | None:
     return None if limit == "max" else max(int(limit) - current, 0)
 
 
+def _rlimit_headroom() -> int | None:
+    """The soft RLIMIT_AS and RLIMIT_DATA less what this process already maps (VmSize, VmData), or None when neither is set (or off Linux)."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return None
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return None
+    room = []
+    for limit, field in ((resource.RLIMIT_AS, "VmSize"), (resource.RLIMIT_DATA, "VmData")):
+        soft = resource.getrlimit(limit)[0]
+        match = re.search(rf"^{field}:\s+(\d+) kB", status, re.MULTILINE)
+        if soft != resource.RLIM_INFINITY and match:
+            room.append(max(soft - int(match.group(1)) * 1024, 0))
+    return min(room) if room else None
+
+
 def _env_limit() -> int | None:
     """NTRACE_MEMORY_LIMIT in bytes (suffixes K, M, G, T), or None when unset or unreadable."""
     match = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)i?B?\s*", os.environ.get("NTRACE_MEMORY_LIMIT", ""), re.IGNORECASE)
@@ -92,6 +111,17 @@ def _env_limit() -> int | None:
 
 
 _GZIP_MAGIC = b"\x1f\x8b"
+#: What other files a trace name may hold, by their first bytes: refused with what they are, never decoded as JSON.
+_OTHER_FORMATS = (
+    (b"BZh", "bzip2-compressed; decompress it first (bunzip2 -k) or recompress it with gzip"),
+    (b"\xfd7zXZ\x00", "xz-compressed; decompress it first (unxz -k) or recompress it with gzip"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed; decompress it first (unzstd) or recompress it with gzip"),
+    (b"\x04\x22\x4d\x18", "lz4-compressed; decompress it first (unlz4) or recompress it with gzip"),
+    (b"PK\x03\x04", "a zip archive; extract the trace from it first"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive; extract the trace from it first"),
+    (b"PAR1", "a Parquet file; name it *.parquet to read it as an ntrace cache or a Neuron Explorer export"),
+    (b"\0\0\0\0", "not valid JSON: it starts with NUL bytes (a zero-filled or sparse file, a copy never written?)"),
+)
 _BOM = b"\xef\xbb\xbf"
 _TEXT = re.compile(rb"\s*\S")
 #: Compressed bytes read, and most bytes inflated, at a time.
@@ -186,10 +216,19 @@ def _open_regular(path: Path, factor: int) -> Iterator[tuple[BinaryIO, int]]:
     try:
         with path.open("rb") as fh:
             total = os.fstat(fh.fileno()).st_size
+            _refuse_other_formats(fh.read(8), path)
+            fh.seek(0)
             check_fits(path, total, factor=factor)
             yield fh, total
     except OSError as exc:
         raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
+
+
+def _refuse_other_formats(head: bytes, path: Path) -> None:
+    """Raise TraceFormatError when the file's first bytes say it is compressed otherwise than gzip, an archive, Parquet or zeros."""
+    for magic, what in _OTHER_FORMATS:
+        if head.startswith(magic):
+            raise TraceFormatError(path, f"is {what}")
 
 
 def _gunzip(src: BinaryIO, total: int, sink: BinaryIO, path: Path, warnings: list[str], factor: int) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 from ntrace.analyses.device import DeviceReport
-from ntrace.errors import InputError, NtraceError
+from ntrace.errors import InputError, NtraceError, valid_path
 from ntrace.io import read_trace
 from ntrace.io.cache import is_cache, read_cache_summary
 from ntrace.io.discover import find_traces
@@ -153,13 +153,14 @@ def analyze(
         with local_copies([str(path)]) as (local,):
             return analyze(local, jobs=jobs, executor=executor, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline)
     root = Path(path)
+    shown = valid_path(root)  # the name outputs print; files are read by `root`
     notes: list[str] = []
     traces = find_traces(root, notes)
     # each step below finds the sessions only after loading: that runs Polars, whose threads forbid the forked decoding helper
     if not traces:
         sessions = find_sessions(root, [] if root.is_dir() else None)
         if bare := [s for s in sessions if s.has_artifacts]:
-            return Analysis(root, warnings=tuple(notes + artifact_warnings(bare)), artifacts=tuple(bare), devices=session_reports(bare))
+            return Analysis(shown, warnings=tuple(notes + artifact_warnings(bare)), artifacts=tuple(bare), devices=session_reports(bare))
         why = f" ({'; '.join(notes)})" if notes else ""
         raise InputError(root, f"holds no framework trace (*.json, *.json.gz with traceEvents){why}")
     if not root.is_dir():
@@ -171,7 +172,7 @@ def analyze(
                 raise result
             summary = result
         sessions = find_sessions(root, None)
-        return Analysis(root, ((summary, sessions[0]),), warnings=tuple(artifact_warnings(sessions)), devices=session_reports(sessions))
+        return Analysis(shown, ((summary, sessions[0]),), warnings=tuple(artifact_warnings(sessions)), devices=session_reports(sessions))
     results = summarize_all(traces, jobs=jobs, executor=executor, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline)
     sessions = find_sessions(root, traces)
     by_dir = {s.dir: s for s in sessions}
@@ -187,5 +188,5 @@ def analyze(
     warnings += artifact_warnings(sessions)
     if not entries and not artifacts:
         raise InputError(root, f"none of its {plural(len(traces), 'trace file')} could be analyzed (first: {warnings[0].removeprefix('skipped ')})")
-    return Analysis(root, tuple(entries), tuple(warnings), artifacts, session_reports(sessions))
+    return Analysis(shown, tuple(entries), tuple(warnings), artifacts, session_reports(sessions))
 

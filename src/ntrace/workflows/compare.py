@@ -23,7 +23,7 @@ from ntrace.analyses.device import ENGINES, DeviceReport
 from ntrace.analyses.neffs import variant_device
 from ntrace.analyses.ops import UNLINKED, op_table
 from ntrace.analyses.stats import nearest_rank
-from ntrace.errors import InputError
+from ntrace.errors import InputError, valid_text
 from ntrace.io.discover import find_traces
 from ntrace.io.manifest import variant_name
 from ntrace.neuron.device.layout import find_profiles
@@ -97,8 +97,8 @@ def variant_row(name: str, path: Path, summaries: Sequence[Summary], devices: Se
     steps = pl.concat([s.steps["dur"] for s in summaries]) if summaries else pl.Series(dtype=pl.Int64)
     backends = sorted({s.device for s in summaries} - {"none"})
     return {
-        "name": name,
-        "path": str(path),
+        "name": valid_text(name),
+        "path": valid_text(str(path)),
         "traces": len(summaries),
         "device_name": "/".join(backends) or "none",
         "device": sum(s.device_ns for s in summaries),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ntrace.errors import InputError, NtraceError, OutputError
+from ntrace.errors import InputError, NtraceError, OutputError, valid_text
 from ntrace.io import read_trace
 from ntrace.io.cache import write_cache
 from ntrace.io.discover import find_traces
@@ -73,6 +73,6 @@ def convert(path: str | Path, out_dir: str | Path, *, jobs: int = 1, fast: bool 
     else:
         errors = list(map(_convert_one, traces, outs, fasts))
     return pl.DataFrame(
-        {"trace": [str(t) for t in traces], "parquet": [str(o) for o in outs], "error": errors},
+        {"trace": [valid_text(str(t)) for t in traces], "parquet": [valid_text(str(o)) for o in outs], "error": errors},
         schema={"trace": pl.String, "parquet": pl.String, "error": pl.String},
     )
