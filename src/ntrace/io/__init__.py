@@ -5,6 +5,7 @@
 - `kineto` (private package): the Kineto/Chrome trace JSON decoder;
 - `explorer`: Neuron Explorer's Parquet export of a system profile;
 - `cache`: ntrace's own Parquet cache (events plus the Summary computed from them);
+- `parquet`: opening any Parquet file without trusting it (any file name, rows checked against memory);
 - `manifest`: the capture manifest (`capture.json`) beside a capture;
 - `atomic` and `progress`: writing files whole, reporting how far a read is.
 """

@@ -4,10 +4,11 @@ Only regular files are opened (a FIFO or a device would block or never end). Dec
 the JSON text, the decoder's objects and the columns at once: the fast path peaks at about
 DECODE_FACTOR times the uncompressed JSON and the plain Python-object path at
 PLAIN_DECODE_FACTOR, so a file whose estimate exceeds the memory available (the smallest of
-MemAvailable, the cgroup's headroom and `NTRACE_MEMORY_LIMIT`) fails before decoding with both
+MemAvailable, the cgroup's headroom, the RLIMIT_AS and RLIMIT_DATA headroom and `NTRACE_MEMORY_LIMIT`) fails before decoding with both
 sizes named, instead of being killed half-way. A gzip stream is inflated in chunks with an
 output cap derived from the same limit (a gzip bomb fails early); a stream cut off mid-write
-yields what it holds, with a warning; a UTF-8 BOM is dropped. An uncompressed file can be
+yields what it holds, with a warning; a UTF-8 BOM is dropped. Files whose first bytes say they are
+something else (bzip2, xz, zstd, lz4, zip, 7-Zip, Parquet, NUL bytes) are refused by name. An uncompressed file can be
 memory-mapped instead of read (`map_json`), so its pages can be released as decoding moves on.
 """
 

@@ -31,8 +31,8 @@ def find_manifest(path: str | Path) -> dict[str, Any] | None:
                 doc = orjson.loads(fh.read(MANIFEST_LIMIT + 1))
         except (OSError, orjson.JSONDecodeError):
             continue
-            if isinstance(doc, dict) and isinstance(doc.get("variant"), str) and doc["variant"]:
-                return doc
+        if isinstance(doc, dict) and isinstance(doc.get("variant"), str) and doc["variant"]:
+            return doc
     return None
 
 

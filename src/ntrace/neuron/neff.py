@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from ntrace.errors import valid_text
+
 #: The header: pkg_version, header_size, data_size, version major, minor, build version,
 #: num_tpb, hash, uuid, name, requested_tpb_count, tpb_per_node, feature_bits, lnc_size, pad.
 HEADER = struct.Struct("<QQQQQ128sI32s16s256sI64sQI468s")
@@ -188,7 +190,7 @@ def _members(payload: _Window) -> tuple[tuple[str, ...], str | None]:
             tar = tarfile.open(fileobj=payload, mode="r:")  # type: ignore[call-overload]  # read, seek and tell are all tarfile uses
         with tar:
             for member in tar:
-                names.append(member.name)
+                names.append(valid_text(member.name))  # tarfile keeps bytes that are not UTF-8 as lone surrogates
                 if len(names) == MAX_MEMBERS:
                     return tuple(names), f"payload lists more than {MAX_MEMBERS:,} members; the first {MAX_MEMBERS:,} are shown"
     except _TooLarge:

@@ -96,7 +96,11 @@ def drawn_blocks(profile: Summary, timeline: Timeline, t0: int, span: int) -> pl
     bins = _DATA_W * BINS_PER_WIDTH
     binned = (
         events.filter(pl.col("events") > MAX_EVENTS_PER_TRACK)
-        .select("row", "lane", b0=((pl.col("ts") - t0) * bins // max(span, 1)), b1=-((-(pl.col("end") - t0) * bins) // max(span, 1)))
+        .select(  # in Int128: a window spanning most of int64 would overflow, and ceiling division without negation (Int128 has none)
+            "row", "lane",
+            b0=((pl.col("ts").cast(pl.Int128) - t0) * bins // max(span, 1)).cast(pl.Int64),
+            b1=(((pl.col("end").cast(pl.Int128) - t0) * bins + max(span, 1) - 1) // max(span, 1)).cast(pl.Int64),
+        )  # fmt: skip
         .with_columns(b1=pl.max_horizontal("b1", pl.col("b0") + 1))
         .sort("row", "b0")
         .with_columns(_reach=pl.col("b1").cum_max().shift(1).over("row"))

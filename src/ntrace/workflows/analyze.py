@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from ntrace.analyses.device import DeviceReport
 from ntrace.errors import InputError, NtraceError, valid_path
@@ -19,6 +19,7 @@ from ntrace.io.cache import is_cache, read_cache_summary
 from ntrace.io.discover import find_traces
 from ntrace.io.remote import is_url, local_copies
 from ntrace.io.kineto import in_worker
+from ntrace.io.progress import report
 from ntrace.neuron.artifacts import Session, artifact_warnings, find_sessions, session_dir
 from ntrace.profile import Profile
 from ntrace.summary import Summary
@@ -27,6 +28,8 @@ from ntrace.workflows.device import DeviceJoin, join, session_reports
 
 if TYPE_CHECKING:  # concurrent.futures is imported only where a pool is made
     from concurrent.futures import Executor
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -119,14 +122,29 @@ def summarize_all(
     n = len(traces)
     args = (traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n)
     if executor is not None:
-        return list(executor.map(_summarize_or_error, *args))
+        return counted(executor.map(_summarize_or_error, *args), n)
     if jobs > 1 and n > 1:
         from concurrent.futures import ProcessPoolExecutor  # imported here: process pools cost ~25 ms of start-up to import
         from multiprocessing import get_context
 
-        with ProcessPoolExecutor(max_workers=min(jobs, n), mp_context=get_context("spawn"), initializer=in_worker) as pool:  # fork can deadlock Polars' threads
-            return list(pool.map(_summarize_or_error, *args))
-    return [_summarize_or_error(*a) for a in zip(*args)]
+        workers = min(jobs, n)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=in_worker) as pool:  # fork can deadlock Polars' threads
+            return counted(pool.map(_summarize_or_error, *args, chunksize=chunk_size(n, workers)), n)
+    return counted((_summarize_or_error(*a) for a in zip(*args)), n)
+
+
+def chunk_size(n: int, workers: int) -> int:
+    """Traces sent to a worker at a time: a few chunks per worker, so thousands of tiny traces cost few round trips yet the workers stay evenly loaded."""
+    return max(1, min(64, n // (workers * 4)))
+
+
+def counted(results: Iterable[T], n: int, stage: str = "analyzing traces") -> list[T]:
+    """`results` as a list, reporting how many of the `n` are done as each arrives (the CLI's progress bar)."""
+    out = []
+    for result in results:
+        out.append(result)
+        report(stage, len(out), n, "traces")
+    return out
 
 
 def analyze(
