@@ -916,7 +916,7 @@ def _(out: Path) -> str:
     return put_dir(out, "directory_name_invalid_utf8", {os.fsdecode(b"run\xff/t.pt.trace.json"): SOUND})
 
 
-@case("neff_name_invalid_utf8", 0, "report", r"neff_1\\xff\.neff", args=("artifacts", "{path}", "--format", "json"), why="A NEFF whose file name is not UTF-8: listed with the byte escaped.")
+@case("neff_name_invalid_utf8", 0, "report", r"neff_1\\\\xff\.neff", args=("artifacts", "{path}", "--format", "json"), why="A NEFF whose file name is not UTF-8: listed with the byte escaped.")
 def _(out: Path) -> str:
     return put_dir(out, "neff_name_invalid_utf8", {os.fsdecode(b"neff_1\xff.neff"): _neff(), "trace.json": SOUND})
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ntrace.errors import valid_text
+from ntrace.units import plural
 
 #: The header: pkg_version, header_size, data_size, version major, minor, build version,
 #: num_tpb, hash, uuid, name, requested_tpb_count, tpb_per_node, feature_bits, lnc_size, pad.
@@ -151,13 +152,19 @@ class _Inflated:
 
     def read(self, n: int = -1) -> bytes:
         chunks, want = [], n if n >= 0 else LIST_CEILING + 1
-        while want > 0 and not self.inflater.eof:
-            if not self.pending:
-                self.pending = self.src.read(1 << 20)
-                if not self.pending:
+        while want > 0:
+            if self.inflater.eof:  # concatenated gzip members: another one follows, or the stream ends
+                while len(self.pending) < 2 and (more := self.src.read(1 << 20)):
+                    self.pending += more
+                if self.pending[:2] != b"\x1f\x8b":
                     break
-            chunk = self.inflater.decompress(self.pending, min(want, 1 << 20))
-            self.pending = self.inflater.unconsumed_tail
+                self.inflater = zlib.decompressobj(wbits=31)
+            fed = self.pending or self.src.read(1 << 20)
+            chunk = self.inflater.decompress(fed, min(want, 1 << 20))
+            # zlib keeps what it did not take in unconsumed_tail, and past a member's end in unused_data (then in both)
+            self.pending = self.inflater.unused_data if self.inflater.eof else self.inflater.unconsumed_tail
+            if not fed and not chunk:
+                break  # the file ends (a cut stream: tarfile reports it)
             chunks.append(chunk)
             want -= len(chunk)
             self.out += len(chunk)
@@ -192,9 +199,9 @@ def _members(payload: _Window) -> tuple[tuple[str, ...], str | None]:
             for member in tar:
                 names.append(valid_text(member.name))  # tarfile keeps bytes that are not UTF-8 as lone surrogates
                 if len(names) == MAX_MEMBERS:
-                    return tuple(names), f"payload lists more than {MAX_MEMBERS:,} members; the first {MAX_MEMBERS:,} are shown"
+                    return tuple(names), f"payload lists more than {MAX_MEMBERS:,} members; only the first {MAX_MEMBERS:,} listed"
     except _TooLarge:
-        return tuple(names), f"payload's gzip tar inflates past {LIST_CEILING >> 20} MiB while being listed; the first {len(names):,} members are shown"
+        return tuple(names), f"payload's gzip tar inflates past {LIST_CEILING >> 20} MiB while being listed; only the first {plural(len(names), 'member')} listed"
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         reason = "not a tar, gzip, bz2 or xz archive" if "could not be opened" in str(exc) or "invalid header" in str(exc) else " ".join(str(exc).split())
         return tuple(names), f"payload is not a readable tar ({reason})"
