@@ -126,6 +126,7 @@ class _Window:
         self.pos = 0
 
     def read(self, n: int = -1) -> bytes:
+        """Up to `n` bytes from the current position (all that is left when n < 0)."""
         left = self.end - self.start - self.pos
         n = left if n < 0 else min(n, left)
         self.fh.seek(self.start + self.pos)
@@ -134,11 +135,13 @@ class _Window:
         return data
 
     def seek(self, offset: int, whence: int = 0) -> int:
+        """Move as io does (whence 0, 1 or 2); nothing is read."""
         base = (0, self.pos, self.end - self.start)[whence]
         self.pos = max(base + offset, 0)
         return self.pos
 
     def tell(self) -> int:
+        """The current position within the window."""
         return self.pos
 
 
@@ -151,6 +154,7 @@ class _Inflated:
         self.pending = b""
 
     def read(self, n: int = -1) -> bytes:
+        """Up to `n` inflated bytes (b"" at the end), across concatenated gzip members."""
         chunks, want = [], n if n >= 0 else LIST_CEILING + 1
         while want > 0:
             if self.inflater.eof:  # concatenated gzip members: another one follows, or the stream ends
