@@ -207,6 +207,6 @@ def _members(payload: _Window) -> tuple[tuple[str, ...], str | None]:
     except _TooLarge:
         return tuple(names), f"payload's gzip tar inflates past {LIST_CEILING >> 20} MiB while being listed; only the first {plural(len(names), 'member')} listed"
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
-        reason = "not a tar, gzip, bz2 or xz archive" if "could not be opened" in str(exc) or "invalid header" in str(exc) else " ".join(str(exc).split())
-        return tuple(names), f"payload is not a readable tar ({reason})"
+        reason = "not a tar, gzip, bz2 or xz archive" if "could not be opened" in str(exc) else " ".join(str(exc).split())
+        return (), f"payload is not a readable tar ({reason})"
     return tuple(names), None
