@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fuzz the analyzer with hypothesis over mutated real traces and fixtures: any exception other than NtraceError is a crash.
 
-    .venv/bin/python scripts/fuzz.py [--seconds 300] [--seed 0] [--out fuzz_crashes] [SEED_FILE ...]
+    .venv/bin/python scripts/fuzz.py [--target trace|neff|names|explorer|cache|device|all] [--seconds 300] [--seed 0] [--out fuzz_crashes] [SEED_FILE ...]
 
 Seeds default to the real public traces in tests/data/kineto (each cut to its first 400 events,
 so one run is fast) and the synthetic fixtures' trace.json files. Each input is a seed mutated
@@ -10,7 +10,10 @@ truncated gzip) or at the event level (a field set to a value of another JSON ty
 non-finite number, events shuffled or duplicated). It is analyzed, rendered in every format,
 and every 10th input also runs through the CLI, where any traceback is a crash.
 A crash's minimal input (after hypothesis shrinks it) is written to OUT/crash_<n>.bin.
-Prints the number of inputs tried and crashes found. tests/test_bad_inputs.py runs a short bounded
+The other targets (scripts/fuzz_targets.py) draw NEFF headers and tar members, file and
+directory names, Explorer and ntrace Parquet files and device-profile tables, and run each
+through the CLI commands that read them, in every format. `--target all` shares the time
+between every target. Prints the number of inputs tried and crashes found, per target. tests/test_bad_inputs.py runs a short bounded
 version (`fuzz(max_examples=...)`) in the default suite.
 """
 
@@ -193,13 +196,72 @@ def fuzz(seeds: list[bytes], max_examples: int, stats: Stats, seed: int = 0) -> 
         stats.crashes.append(last[-1])
 
 
+def run_target_input(write: Any) -> str | None:
+    """Write one input of a non-trace target and run its commands through the CLI; the crash it causes, or None."""
+    with tempfile.TemporaryDirectory() as tmp:
+        where = Path(tmp) / "in"
+        where.mkdir()
+        try:
+            path, commands = write(where)
+        except NtraceError:
+            return None  # the writer itself read the input through ntrace (the cache target): refusing it is fine
+        for command in commands:
+            args = [a.replace("{path}", str(path)) for a in command]
+            got = CliRunner().invoke(main, args)
+            if got.exception is not None and not isinstance(got.exception, SystemExit):
+                return f"ntrace {' '.join(args)}\n" + "".join(traceback.format_exception(got.exception))
+            if "Traceback" in got.output or got.exit_code not in (0, 1, 2):
+                return f"ntrace {' '.join(args)}: exit {got.exit_code}: {got.output[-2000:]}"
+    return None
+
+
+def fuzz_target(target: str, max_examples: int, stats: Stats, seed: int = 0) -> None:
+    """Run hypothesis for `max_examples` inputs of a scripts/fuzz_targets.py target, counting into `stats`; a crash is recorded, not raised."""
+    from fuzz_targets import TARGETS
+
+    last: list[tuple[bytes, str]] = []
+
+    @hypothesis.seed(seed)
+    @settings(max_examples=max_examples, deadline=None, database=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+    @given(TARGETS[target]())
+    def check(write: Any) -> None:
+        stats.tried += 1
+        crash = run_target_input(write)
+        if crash:
+            last.append((repr(write).encode(), crash))
+            raise AssertionError(crash)
+
+    try:
+        check()
+    except AssertionError:
+        stats.crashes.append(last[-1])
+
+
 def main_cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("seeds", nargs="*", type=Path, help="seed trace files (default: tests/data/kineto and fixtures)")
     parser.add_argument("--seconds", type=float, default=300, help="keep fuzzing for this long (default 300)")
     parser.add_argument("--seed", type=int, default=0, help="first hypothesis seed; batch i uses seed + i (default 0)")
     parser.add_argument("--out", type=Path, default=Path("fuzz_crashes"), help="where minimal crashing inputs are written")
+    parser.add_argument("--target", default="trace", help="trace (default), neff, names, explorer, cache, device, or all")
     args = parser.parse_args()
+    if args.target != "trace":
+        sys.path.insert(0, str(Path(__file__).parent))
+        from fuzz_targets import TARGETS
+
+        targets = list(TARGETS) if args.target == "all" else [args.target]
+        failed = False
+        for target in targets:
+            stats, start, batch = Stats(), time.monotonic(), 0
+            while time.monotonic() - start < args.seconds / len(targets):
+                fuzz_target(target, 20, stats, seed=args.seed + batch)
+                batch += 1
+            for i, (data, crash) in enumerate(stats.crashes):
+                args.out.mkdir(parents=True, exist_ok=True)
+                (args.out / f"{target}_crash_{i}.txt").write_text(crash)
+            print(f"target {target}: {stats.tried} inputs in {time.monotonic() - start:.0f}s, {len(stats.crashes)} crashes", flush=True)
+            failed = failed or bool(stats.crashes)
+        sys.exit(1 if failed else 0)
     seeds = [_cut(json.loads(gzip.decompress(b) if b[:2] == b"\x1f\x8b" else b)) for b in (p.read_bytes() for p in args.seeds)] or default_seeds()
     stats = Stats()
     start = time.monotonic()

@@ -12,7 +12,8 @@ added) and expect exit code `exit` and
 - outcome "error": exactly one stderr line, "error: <path>: ..." matching `pattern`;
 - outcome "report": exit 0 and `pattern` (multi-line regex) found in stdout (artifact problems shown in the listing, escaped names);
 and in every case no raw control character (but newlines) on stdout or stderr.
-`needs` names a condition the case depends on ("non-root": permissions bind only non-root users).
+`needs` names a condition the case depends on ("non-root": permissions bind only non-root users);
+`heavy` marks a case (multi-GB sparse files, bombs) that gives its outcome only under a 4 GiB RLIMIT_AS.
 Deterministic: the same bytes on every run. tests/test_bad_inputs.py runs every case.
 """
 
@@ -29,11 +30,17 @@ from typing import Any, Callable
 CASES: list[dict[str, Any]] = []
 
 
-def case(name: str, exit: int, outcome: str, pattern: str = "", *, args: tuple[str, ...] = ("analyze", "{path}"), env: dict[str, str] | None = None, needs: str | None = None, why: str = "") -> Callable:
-    """Register the decorated writer as a case; the writer creates OUT_DIR/<its return value> and returns that name."""
+def case(
+    name: str, exit: int, outcome: str, pattern: str = "", *, args: tuple[str, ...] = ("analyze", "{path}"), env: dict[str, str] | None = None, needs: str | None = None, why: str = "", heavy: bool = False
+) -> Callable:
+    """Register the decorated writer as a case; the writer creates OUT_DIR/<its return value> and returns that name.
+
+    `heavy` cases (multi-GB sparse files, bombs) give their outcome only within an address-space
+    limit: they run in a child process under RLIMIT_AS (tests/test_hostile_corpus.py), never in-process.
+    """
 
     def register(write: Callable[[Path], str]) -> Callable[[Path], str]:
-        CASES.append({"name": name, "write": write, "args": list(args), "env": env or {}, "exit": exit, "outcome": outcome, "pattern": pattern, "needs": needs, "why": why or (write.__doc__ or "").strip()})
+        CASES.append({"name": name, "write": write, "args": list(args), "env": env or {}, "exit": exit, "outcome": outcome, "pattern": pattern, "needs": needs, "heavy": heavy, "why": why or (write.__doc__ or "").strip()})
         return write
 
     return register
@@ -363,9 +370,9 @@ def _(out: Path) -> str:
     return put(out, "json_scalar.pt.trace.json", b"42")
 
 
-@case("deeply_nested", 2, "error", r"is not valid JSON")
+@case("deeply_nested", 0, "warning", r"1 value nested deeper than 64 levels .* replaced by null")
 def _(out: Path) -> str:
-    """100 000 nested arrays (a parser stack bomb): error, no recursion crash."""
+    """100 000 nested arrays (a parser stack bomb, but valid JSON): the too-deep value becomes null with a warning, no recursion crash."""
     return put(out, "deeply_nested.pt.trace.json", b'{"traceEvents": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
 
 
@@ -679,6 +686,308 @@ def _(out: Path) -> str:
 @case("session_pid_beyond_int64", 0, "report", r"99999999999999999999", args=("artifacts", "{path}", "--format", "csv"), why="A session directory whose pid exceeds int64.")
 def _(out: Path) -> str:
     return put_dir(out, "session_pid_beyond_int64/i-0abc_pid_99999999999999999999", {"neff_100000000000009_vnc_0.neff": _neff()}).split("/")[0]
+
+
+# ---------------------------------------------------------------- round two (issue 20): sizes, bombs, numbers, steps, caches, names, formats
+
+GIB = 1 << 30
+
+
+def put_sparse(out: Path, name: str, head: bytes, size: int) -> str:
+    """Write `head` then a hole up to `size` bytes (a sparse file: no disk used, every byte after `head` reads as 0)."""
+    path = out / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as fh:
+        fh.write(head)
+        fh.truncate(size)
+    return name
+
+
+def _repeated_gzip(chunk: bytes, times: int) -> bytes:
+    """`times` gzip members of `chunk`: one gzip stream inflating to len(chunk) * times bytes, built by compressing `chunk` once."""
+    return gz(chunk) * times
+
+
+@case("neff_sparse_10_gib", 0, "report", r"neff_100000000000010_vnc_0\.neff", args=("artifacts", "{path}"), heavy=True)
+def _(out: Path) -> str:
+    """A 10 GiB sparse NEFF (header, then zeros): only its header and tar headers are read, never the file whole."""
+    return put_sparse(out, "neff_sparse_10_gib/neff_100000000000010_vnc_0.neff", _neff(data_size=10 * GIB - 1024), 10 * GIB).split("/")[0]
+
+
+@case("neff_gzip_tar_member_of_1_gib", 0, "report", r"inflates past 256 MiB while being listed", args=("artifacts", "{path}"))
+def _(out: Path) -> str:
+    """A NEFF whose gzip tar holds a 1 GiB member of zeros (1 MB of gzip): listing stops at the 256 MiB ceiling, in about a second, and says so."""
+    import tarfile
+
+    info = tarfile.TarInfo("sg00/weights.bin")
+    info.size, info.mtime = GIB, 0
+    member = gz(info.tobuf(format=tarfile.USTAR_FORMAT)) + _repeated_gzip(bytes(16 << 20), 64)
+    return put_dir(out, "neff_gzip_tar_member_of_1_gib", {"neff_100000000000011_vnc_0.neff": _neff(payload=member)})
+
+
+@case("neff_plain_tar_sparse_member", 0, "report", r"neff_100000000000012_vnc_0\.neff", args=("artifacts", "{path}", "--format", "json"), heavy=True)
+def _(out: Path) -> str:
+    """A NEFF whose plain tar holds an 8 GiB member (sparse): the listing seeks past it, reading 1 KB."""
+    import tarfile
+
+    info = tarfile.TarInfo("sg00/weights.bin")
+    info.size, info.mtime = 8 * GIB, 0
+    head = info.tobuf(format=tarfile.GNU_FORMAT)
+    total = 1024 + len(head) + 8 * GIB + 1024
+    return put_sparse(out, "neff_plain_tar_sparse_member/neff_100000000000012_vnc_0.neff", _neff(data_size=total - 1024) + head, total).split("/")[0]
+
+
+@case("gzip_of_20_gib_of_spaces", 2, "error", r"too large to analyze here: its .* of gzip inflate to more than", heavy=True)
+def _(out: Path) -> str:
+    """A 20 MB gzip of 20 GiB of spaces inside a trace: under a 4 GiB address-space limit inflating stops at the ceiling (a quarter of the room left) with both sizes named."""
+    return put(out, "gzip_of_20_gib_of_spaces.pt.trace.json.gz", gz(b'{"traceEvents": [') + _repeated_gzip(b" " * (64 << 20), 320) + gz(b"]}"))
+
+
+@case("sparse_trace_1_5_gib", 2, "error", r"too large to analyze here: 1\.5 GiB of JSON needs about", heavy=True)
+def _(out: Path) -> str:
+    """A 1.5 GiB sparse trace (a JSON head, then a hole): refused before decoding, since 4x its size does not fit a 4 GiB address space."""
+    return put_sparse(out, "sparse_trace_1_5_gib.pt.trace.json", b'{"traceEvents": [', 3 * GIB // 2)
+
+
+@case("sparse_trace_all_zeros", 2, "error", r"starts with NUL bytes")
+def _(out: Path) -> str:
+    """A 1.5 GiB sparse file of zeros named as a trace: refused from its first bytes, whatever the memory."""
+    return put_sparse(out, "sparse_trace_all_zeros.pt.trace.json", b"", 3 * GIB // 2)
+
+
+@case("capture_json_sparse_3_gib", 0, "ok")
+def _(out: Path) -> str:
+    """A 3 GiB sparse capture.json beside a sound trace: ignored without being read (a manifest is a few KB)."""
+    put(out, "capture_json_sparse_3_gib/trace.json", SOUND)
+    put_sparse(out, "capture_json_sparse_3_gib/capture.json", b'{"variant": "', 3 * GIB)
+    return "capture_json_sparse_3_gib"
+
+
+@case("capture_json_not_an_object", 0, "ok", why="capture.json holding a list, then one nested 10,000 deep: ignored, the folder's name is the variant.")
+def _(out: Path) -> str:
+    put(out, "capture_json_not_an_object/a/trace.json", SOUND)
+    put(out, "capture_json_not_an_object/a/capture.json", b"[1, 2]")
+    put(out, "capture_json_not_an_object/b/trace.json", SOUND)
+    put(out, "capture_json_not_an_object/b/capture.json", b"[" * 10_000 + b"]" * 10_000)
+    return "capture_json_not_an_object"
+
+
+@case("json_nested_10000_in_args", 0, "report", r"^13 complete events over")
+def _(out: Path) -> str:
+    """Valid JSON: one event's args hold a list nested 10,000 deep: analyzed, every event kept. Past the decoders' depth (1,000 at Python's default recursion limit) that value is read as null, with a warning; under a raised limit it is read whole."""
+    deep = x("deep", "cpu_op", 5000.0, 1.0)
+    deep["args"] = {"v": "@DEEP@"}
+    return put(out, "json_nested_10000_in_args.pt.trace.json", doc_bytes([*sound_events(), deep]).replace(b'"@DEEP@"', b"[" * 10_000 + b"]" * 10_000))
+
+
+@case("ts_plus_dur_overflows_int64", 0, "warning", r"1 complete events end \(ts \+ dur\) beyond what int64 ns hold; they were left out")
+def _(out: Path) -> str:
+    """ts just under int64's limit in ns and a dur that carries it past: the sum would wrap; the event is dropped with a warning counting it."""
+    return put(out, "ts_plus_dur_overflows_int64.pt.trace.json", doc_bytes([*sound_events(), x("wraps", "cpu_op", 9223372036854774.0, 5000.0)]))
+
+
+@case("window_extremes", 0, "ok", why="Events at ts 0 and near int64's limit (a 292-year window): every command renders it, nothing overflows.")
+def _(out: Path) -> str:
+    return put(out, "window_extremes.pt.trace.json", doc_bytes([*sound_events(), x("first", "cpu_op", 0.0, 1.0), x("last", "cpu_op", 9223372036854.0, 1.0)]))
+
+
+@case("steps_overlapping", 0, "warning", r"profiler steps start before the previous one ends")
+def _(out: Path) -> str:
+    """ProfilerStep#1 starts before ProfilerStep#0 ends: a warning, each event counted in the last step started."""
+    evs = sound_events()
+    evs[1] = x("ProfilerStep#0", "user_annotation", 1000.0, 150.0)
+    return put(out, "steps_overlapping.pt.trace.json", doc_bytes(evs))
+
+
+@case("steps_nested", 0, "warning", r"profiler steps start before the previous one ends")
+def _(out: Path) -> str:
+    """A ProfilerStep#9 nested inside ProfilerStep#0: a warning, no traceback."""
+    return put(out, "steps_nested.pt.trace.json", doc_bytes([*sound_events(), x("ProfilerStep#9", "user_annotation", 1010.0, 20.0)]))
+
+
+@case("steps_same_number_twice", 0, "ok", why="Two annotations named ProfilerStep#1 (a restarted schedule): both kept as steps.")
+def _(out: Path) -> str:
+    evs = sound_events()
+    evs[-6] = x("ProfilerStep#1", "user_annotation", 1200.0, 90.0)
+    return put(out, "steps_same_number_twice.pt.trace.json", doc_bytes(evs))
+
+
+def _cache_bytes(tweak: Callable[[Any, dict[str, str]], Any]) -> bytes:
+    """An ntrace Parquet cache of the sound trace, its events frame and metadata passed through `tweak(frame, metadata)` (which returns the frame)."""
+    import io
+    import tempfile
+
+    import polars as pl
+
+    from ntrace.io.cache import write_cache
+    from ntrace.io.kineto import read_kineto
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = read_kineto(Path(tmp) / put(Path(tmp), "t.pt.trace.json", SOUND))
+        cache = write_cache(trace, Path(tmp) / "t.parquet")
+        metadata = pl.read_parquet_metadata(cache)
+        frame = tweak(pl.read_parquet(cache), metadata)
+    buf = io.BytesIO()
+    frame.write_parquet(buf, metadata={k: v for k, v in metadata.items() if k.startswith("ntrace.")})
+    return buf.getvalue()
+
+
+@case("cache_wrong_column_types", 2, "error", r"is not an ntrace events file of this version \(ts is String")
+def _(out: Path) -> str:
+    """An ntrace Parquet cache whose ts column holds text: refused in one line naming the column."""
+    import polars as pl
+
+    return put(out, "cache_wrong_column_types.pt.trace.json.parquet", _cache_bytes(lambda f, m: f.with_columns(pl.col("ts").cast(pl.String))))
+
+
+@case("cache_unknown_lane", 2, "error", r"damaged ntrace events file")
+def _(out: Path) -> str:
+    """An ntrace cache whose lane column names a lane ntrace has no such lane: refused, not cast to garbage."""
+    import polars as pl
+
+    return put(out, "cache_unknown_lane.pt.trace.json.parquet", _cache_bytes(lambda f, m: f.with_columns(lane=pl.lit("warp_drive"))))
+
+
+@case("cache_forged_provenance", 2, "error", r"damaged ntrace\.events record")
+def _(out: Path) -> str:
+    """An ntrace cache whose provenance says meta is a list and warnings a number: refused in one line."""
+
+    def forge(frame: Any, metadata: dict[str, str]) -> Any:
+        metadata["ntrace.events"] = json.dumps({"version": 2, "source": "t.json", "meta": [1], "warnings": 7, "variant": None})
+        return frame
+
+    return put(out, "cache_forged_provenance.pt.trace.json.parquet", _cache_bytes(forge))
+
+
+@case("cache_forged_summary", 0, "ok", why="An ntrace cache whose stored summary is garbage under the right key: recomputed from the events.")
+def _(out: Path) -> str:
+    def forge(frame: Any, metadata: dict[str, str]) -> Any:
+        metadata["ntrace.summary"] = '{"code": "0", "values": 5}'
+        return frame
+
+    return put(out, "cache_forged_summary.pt.trace.json.parquet", _cache_bytes(forge))
+
+
+@case("explorer_extreme_values", 0, "warning", r"end beyond what int64 ns hold", why="A Neuron Explorer export with start_ts at int64's limits, a negative and a huge duration: rows that cannot be held dropped with a warning; report and export render the rest.")
+def _(out: Path) -> str:
+    import io
+
+    import polars as pl
+
+    big = 2**63 - 1
+    rows = {
+        "id": [1, 2, 3, 4],
+        "name": ["aten::mm", "nrt_execute", "exec", "far"],
+        "start_ts": [1000, 2000, 3000, big - 10],
+        "end_ts": [2000, 3000, 4000, big],
+        "duration_ns": [1000, -5, 1000, 1000],
+        "trace_event_source": ["framework", "neuron_rt", "neuron_hw", "neuron_hw"],
+    }
+    buf = io.BytesIO()
+    pl.DataFrame(rows).write_parquet(buf)
+    return put(out, "explorer_extreme_values.parquet", buf.getvalue())
+
+
+@case("explorer_too_many_rows_for_memory", 2, "error", r"too large to read here: 20,000 rows", env={"NTRACE_MEMORY_LIMIT": "64K"})
+def _(out: Path) -> str:
+    """A Neuron Explorer export of 20,000 rows when 64 KiB of memory is available: refused from its footer's row count, before any row is read."""
+    import io
+
+    import polars as pl
+
+    n = 20_000
+    buf = io.BytesIO()
+    pl.DataFrame({"name": ["k"] * n, "start_ts": list(range(n)), "duration_ns": [1] * n, "trace_event_source": ["neuron_hw"] * n}).write_parquet(buf)
+    return put(out, "explorer_too_many_rows_for_memory.parquet", buf.getvalue())
+
+
+@case("file_name_invalid_utf8", 0, "report", r"r\\xff\\xfe\.pt\.trace\.json", args=("analyze", "{path}", "--format", "csv"), why="A trace whose file name holds bytes that are not UTF-8: analyzed, its name shown with \\xff escapes.")
+def _(out: Path) -> str:
+    return put_dir(out, "file_name_invalid_utf8", {os.fsdecode(b"r\xff\xfe.pt.trace.json"): SOUND})
+
+
+@case("file_name_encoded_surrogate", 0, "report", r"s\\\\xed\\\\xa0\\\\x80\.pt\.trace\.json", args=("analyze", "{path}", "--format", "json"), why="A file name holding an encoded lone surrogate (ED A0 80, which Python reads as lone surrogates): analyzed, escaped in the JSON.")
+def _(out: Path) -> str:
+    return put_dir(out, "file_name_encoded_surrogate", {os.fsdecode(b"s\xed\xa0\x80.pt.trace.json"): SOUND, "b.pt.trace.json": SOUND})
+
+
+@case("directory_name_invalid_utf8", 0, "report", r"wrote .*run\\xff/t\.pt\.trace\.json\.parquet", args=("convert", "{path}", "-o", "{out}"), why="A folder whose name is not UTF-8: converted (the Parquet file keeps the real name), the printed name escaped.")
+def _(out: Path) -> str:
+    return put_dir(out, "directory_name_invalid_utf8", {os.fsdecode(b"run\xff/t.pt.trace.json"): SOUND})
+
+
+@case("neff_name_invalid_utf8", 0, "report", r"neff_1\\\\xff\.neff", args=("artifacts", "{path}", "--format", "json"), why="A NEFF whose file name is not UTF-8: listed with the byte escaped.")
+def _(out: Path) -> str:
+    return put_dir(out, "neff_name_invalid_utf8", {os.fsdecode(b"neff_1\xff.neff"): _neff(), "trace.json": SOUND})
+
+
+for _kind, _module, _hint in (("bzip2", "bz2", "bunzip2"), ("xz", "lzma", "unxz")):
+    case(f"trace_is_{_kind}", 2, "error", rf"is {_kind}-compressed; decompress it first \({_hint}", why=f"A trace compressed with {_kind} (named .json.gz): refused by its magic bytes, not reported as bad JSON or bad gzip.")(
+        lambda out, k=_kind, m=_module: put(out, f"trace_is_{k}.pt.trace.json.gz", __import__(m).compress(SOUND))
+    )
+
+
+@case("trace_is_zstd", 2, "error", r"is zstd-compressed")
+def _(out: Path) -> str:
+    """A trace that is a zstd frame (magic 28 B5 2F FD; a header-only frame): refused by its magic bytes."""
+    return put(out, "trace_is_zstd.pt.trace.json", b"\x28\xb5\x2f\xfd" + bytes(16))
+
+
+@case("trace_is_zip", 2, "error", r"is a zip archive; extract the trace")
+def _(out: Path) -> str:
+    """A trace in a zip archive, named .json: refused by its magic bytes."""
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr(zipfile.ZipInfo("trace.json", (1980, 1, 1, 0, 0, 0)), SOUND)
+    return put(out, "trace_is_zip.pt.trace.json", buf.getvalue())
+
+
+@case("trace_is_parquet_named_json", 2, "error", r"is a Parquet file; name it \*\.parquet")
+def _(out: Path) -> str:
+    """A Parquet file named .json: refused, saying how to read it."""
+    return put(out, "trace_is_parquet_named_json.pt.trace.json", b"PAR1" + bytes(64) + b"PAR1")
+
+
+_FORMULAS = ("=HYPERLINK(\"http://x\",\"y\")", "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)")
+
+
+@case("csv_formula_injection", 0, "report", r"'=HYPERLINK", args=("diff", "{path}", "{path}", "--format", "csv"), why="Op names starting with = + - @ (spreadsheet formulas): CSV cells start with ' so a spreadsheet shows text, never runs them.")
+def _(out: Path) -> str:
+    evs = sound_events()
+    for i, name in enumerate(_FORMULAS):
+        evs.append(x(name, "cpu_op", 2000.0 + 10 * i, 1.0))
+    return put(out, "csv_formula_injection.pt.trace.json", doc_bytes(evs))
+
+
+@case("csv_control_characters", 0, "report", r"aten::mm\\x1b\[31m\\r,", args=("diff", "{path}", "{path}", "--format", "csv"), why="An op name holding ESC[31m and a carriage return: escaped in CSV cells, one row per line.")
+def _(out: Path) -> str:
+    return put(out, "csv_control_characters.pt.trace.json", doc_bytes(_hostile_events("\x1b[31m\r")))
+
+
+@case("directory_of_12_tiny_traces", 0, "ok")
+def _(out: Path) -> str:
+    """12 tiny traces in one folder: every command handles them within the case's time limit (per-file cost paid once per run)."""
+    return put_dir(out, "directory_of_12_tiny_traces", {f"rank{i}.pt.trace.json": SOUND for i in range(12)})
+
+
+@case("directory_with_cut_trace_compare", 0, "warning", r"is cut off at byte", args=("compare", "{path}"), why="compare on a folder with a trace cut off mid-write: the salvage warning is printed, as analyze prints it.")
+def _(out: Path) -> str:
+    return put_dir(out, "directory_with_cut_trace_compare", {"a.pt.trace.json": _cut_mid_event(SOUND), "b.pt.trace.json": SOUND})
+
+
+@case("diff_of_cut_trace_warns", 0, "warning", r"is cut off at byte", args=("diff", "{path}", "{path}"), why="diff of a trace cut off mid-write: warns (it did not, before), numbers from the complete events.")
+def _(out: Path) -> str:
+    return put(out, "diff_of_cut_trace_warns.pt.trace.json", _cut_mid_event(SOUND))
+
+
+@case("export_names_skipped_files", 0, "warning", r"skipped .*b\.pt\.trace\.json: is a broken symbolic link", args=("export", "{path}", "--perfetto", "{out}.json"), why="export of a folder with one trace and a broken link named as a trace: exports the trace and says which file it skipped.")
+def _(out: Path) -> str:
+    name = put_dir(out, "export_names_skipped_files", {"a.pt.trace.json": SOUND})
+    os.symlink("gone.json", out / name / "b.pt.trace.json")
+    return name
 
 
 def write_corpus(out: Path) -> list[dict[str, Any]]:

@@ -424,14 +424,15 @@ def export(path: Path, out: Path, quiet: bool) -> None:
     from ntrace.render.perfetto import export_perfetto
     from ntrace.workflows.analyze import load
 
-    traces = find_traces(path)
+    skipped: list[str] = []
+    traces = find_traces(path, skipped)
     if len(traces) != 1:
         listed = ", ".join(str(t) for t in traces[:3]) + (", …" if len(traces) > 3 else "")
         raise InputError(path, f"holds {plural(len(traces), 'trace')} ({listed or 'none'}); export one file at a time")
     with _progress(enabled=not quiet):
         profile = load(traces[0])
         written = export_perfetto(profile, out)
-    _warn(profile.trace.warnings)
+    _warn([*skipped, *profile.trace.warnings])
     click.echo(f"wrote {one_line(str(written))}: {plural(profile.complete.height, 'slice')}, {plural(profile.links.height, 'flow')}, {plural(profile.hardware_idle.height, 'hardware idle gap')}; open it in https://ui.perfetto.dev or chrome://tracing")
 
 
@@ -510,7 +511,8 @@ def convert(path: Path, out: Path, jobs: int, plain: bool) -> None:
     from ntrace.errors import InputError
     from ntrace.workflows.convert import convert as run
 
-    done = run(path, out, jobs=jobs, fast=not plain)
+    with _progress(enabled=True):  # shown only on a terminal, once a run takes a second
+        done = run(path, out, jobs=jobs, fast=not plain)
     for row in done.iter_rows(named=True):
         if row["error"]:
             click.echo(f"warning: skipped {row['error']}", err=True)
@@ -536,7 +538,8 @@ def compare(paths: tuple[Path, ...], baseline: str | None, fmt: str) -> None:
     """
     from ntrace.workflows.compare import compare as run
 
-    result = run(paths, baseline=baseline)
+    with _progress(enabled=True):  # shown only on a terminal, once a run takes a second
+        result = run(paths, baseline=baseline)
     text = _renderer(fmt).compare(result)
     _warn(result.warnings)
     click.echo(text, nl=fmt == "json")
@@ -558,7 +561,8 @@ def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt
     from ntrace.units import fmt_time
     from ntrace.workflows.diff import diff as run
 
-    result = run(base, test, threshold=threshold)
+    with _progress(enabled=True):  # shown only on a terminal, once a run takes a second
+        result = run(base, test, threshold=threshold)
     text = _rendered(fmt, csv_table, "diff", result)
     _warn(result.warnings)
     click.echo(text, nl=fmt == "json")

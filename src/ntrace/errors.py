@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Callable, ParamSpec
 
@@ -10,6 +11,24 @@ P = ParamSpec("P")
 
 #: DEL and the C1 controls (U+0080-U+009F, CSI among them), which JSON allows raw, as JSON escapes.
 _JSON_CONTROLS = {c: f"\\u{c:04x}" for c in range(0x7F, 0xA0)}
+
+
+#: A lone surrogate: what Python makes of a file name's bytes that are not UTF-8, which no UTF-8 writer (Polars, orjson) accepts.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """`text` with each lone surrogate written as an escape (\\xff for an undecodable byte of a file name, \\ud800 otherwise), so it can be stored and printed as UTF-8."""
+    if not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(lambda m: f"\\x{ord(m[0]) - 0xDC00:02x}" if "\udc80" <= m[0] <= "\udcff" else f"\\u{ord(m[0]):04x}", text)
+
+
+def valid_path(path: Path) -> Path:
+    """`path` as a name that can be stored and printed (valid_text); unchanged when it already is. The file is opened by its real path, never by this one."""
+    text = str(path)
+    safe = valid_text(text)
+    return path if safe == text else Path(safe)
 
 
 def one_line(text: str) -> str:

@@ -5,6 +5,7 @@
 - `kineto` (private package): the Kineto/Chrome trace JSON decoder;
 - `explorer`: Neuron Explorer's Parquet export of a system profile;
 - `cache`: ntrace's own Parquet cache (events plus the Summary computed from them);
+- `parquet`: opening any Parquet file without trusting it (any file name, rows checked against memory);
 - `manifest`: the capture manifest (`capture.json`) beside a capture;
 - `atomic` and `progress`: writing files whole, reporting how far a read is.
 """
@@ -22,7 +23,8 @@ def read_trace(path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] 
     """The Trace of one file: Kineto JSON (plain or gzip), an ntrace Parquet cache, or a Neuron Explorer Parquet export.
 
     `fast=False` forces the plain JSON decoder, `lanes` adds category → lane rows, `max_events`
-    keeps only a JSON trace's first events. The readers are imported here, so importing a module
+    keeps only a JSON trace's first events. A file name that is not valid UTF-8 is kept with
+    escapes (ntrace.errors.valid_path) in the Trace, so outputs can print and store it. The readers are imported here, so importing a module
     of this package (the CLI imports `progress`) does not import the decoders.
     """
     from ntrace.io.cache import is_cache, read_cache_trace
@@ -30,5 +32,19 @@ def read_trace(path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] 
     from ntrace.io.kineto import read_kineto
 
     if Path(path).suffix.lower() == ".parquet":
-        return read_cache_trace(path, lanes) if is_cache(path) else read_explorer_trace(path)
-    return read_kineto(path, fast=fast, max_events=max_events, lanes=lanes)
+        trace = read_cache_trace(path, lanes) if is_cache(path) else read_explorer_trace(path)
+    else:
+        trace = read_kineto(path, fast=fast, max_events=max_events, lanes=lanes)
+    return _valid_names(trace)
+
+
+def _valid_names(trace: Trace) -> Trace:
+    """The trace with a file name that is not valid UTF-8 written with escapes in its path and warnings, so every output can hold them."""
+    from dataclasses import replace
+
+    from ntrace.errors import valid_path, valid_text
+
+    path = valid_path(trace.path)
+    if path is trace.path:
+        return trace
+    return replace(trace, path=path, warnings=tuple(valid_text(w) for w in trace.warnings))

@@ -9,7 +9,7 @@ import secrets
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
-from ntrace.errors import OutputError
+from ntrace.errors import OutputError, valid_text
 
 #: Temporary files of the writes in progress: each is removed when its write ends without a rename,
 #: and `remove_partial_files` removes what an interrupt left (one arriving during that cleanup, say).
@@ -74,7 +74,7 @@ class _File(io.FileIO):
 
 def _create_temporary(path: Path, directory: Path) -> tuple[int, str]:
     """Create a new hidden temporary file beside `path`, registered in `_PARTIAL` before it exists (an interrupt at any point leaves nothing behind)."""
-    stem = path.name.encode()[:200].decode(errors="ignore")  # room for the prefix and suffix within a 255-byte name
+    stem = os.fsdecode(os.fsencode(path.name)[:200])  # room for the prefix and suffix within a 255-byte name
     while True:
         tmp = str(directory / f".{stem}.{secrets.token_hex(4)}.part")
         _PARTIAL.add(tmp)
@@ -109,8 +109,8 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
 
 
 def write_text(path: str | Path, text: str) -> Path:
-    """Write `text` (UTF-8) to `path` atomically; returns the path."""
-    return write_bytes(path, text.encode())
+    """Write `text` (UTF-8, a file name's undecodable bytes as escapes) to `path` atomically; returns the path."""
+    return write_bytes(path, valid_text(text).encode())
 
 
 def _umask() -> int:

@@ -10,13 +10,14 @@ reading it costs a few small frames, and it is reused only by the analysis code 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Mapping
 
-import orjson
 import polars as pl
 
-from ntrace.errors import InputError, OutputError, TraceFormatError
+from ntrace.errors import OutputError, TraceFormatError, one_line
+from ntrace.io import parquet
 from ntrace.io.atomic import atomic_open
 from ntrace.lanes import LANES, classify, lane_table
 from ntrace.summary import Summary
@@ -29,8 +30,6 @@ FORMAT_VERSION = 2
 #: Key of the file metadata that holds the Summary computed at convert time.
 SUMMARY_KEY = "ntrace.summary"
 
-T = TypeVar("T")
-
 _SCHEMA = pl.Schema({**EVENT_COLUMNS, "lane": pl.String()})
 
 
@@ -38,7 +37,7 @@ def write_cache(trace: Trace, out: str | Path, summary: Summary | None = None) -
     """Write the trace's events (and its summary, when given) to `out` atomically; returns the path."""
     out = Path(out)
     provenance = {"version": FORMAT_VERSION, "source": str(trace.path), "meta": trace.meta, "warnings": list(trace.warnings), "variant": trace.variant}
-    metadata = {META_KEY: orjson.dumps(provenance, default=str).decode()}
+    metadata = {META_KEY: json.dumps(provenance, default=str)}  # the stdlib's escapes keep a file name's undecodable bytes (lone surrogates), which orjson refuses
     if summary is not None:
         metadata[SUMMARY_KEY] = summary.to_bytes().decode()
     try:
@@ -52,15 +51,18 @@ def write_cache(trace: Trace, out: str | Path, summary: Summary | None = None) -
 
 def is_cache(path: str | Path) -> bool:
     """True when `path` is a Parquet file that ntrace itself wrote (it carries the `ntrace.events` metadata)."""
+    path = Path(path)
+    if path.suffix.lower() != ".parquet" or not parquet.looks_like_parquet(path):
+        return False
     try:
-        return META_KEY in pl.read_parquet_metadata(path)
-    except (OSError, pl.exceptions.PolarsError):
+        return META_KEY in parquet.metadata(path)
+    except TraceFormatError:
         return False
 
 
 def read_cache_summary(path: str | Path) -> Summary | None:
     """The Summary stored in an ntrace Parquet file, or None when there is none or it was computed by other analysis code."""
-    metadata = _read(Path(path), pl.read_parquet_metadata)
+    metadata = parquet.metadata(Path(path))
     _provenance(Path(path), metadata)
     return Summary.from_bytes(metadata[SUMMARY_KEY]) if SUMMARY_KEY in metadata else None
 
@@ -68,9 +70,13 @@ def read_cache_summary(path: str | Path) -> Summary | None:
 def read_cache_trace(path: str | Path, lanes: Mapping[str, str] | None = None) -> Trace:
     """The Trace stored in an ntrace Parquet file; `lanes` re-classifies its events with extra category → lane rows."""
     path = Path(path)
-    provenance = _provenance(path, _read(path, pl.read_parquet_metadata))
-    events = _read(path, lambda p: pl.read_parquet(p, columns=list(_SCHEMA)))
-    events = events.cast(_SCHEMA).with_columns(pl.col("lane").cast(pl.Enum(LANES)))
+    provenance = _provenance(path, parquet.metadata(path))
+    stored = parquet.schema(path)
+    if wrong := [f"{c} is {stored.get(c, 'missing')}" for c, t in _SCHEMA.items() if stored.get(c) != t]:
+        raise TraceFormatError(path, f"is not an ntrace events file of this version ({', '.join(wrong[:3])}); convert the trace again")
+    events = parquet.read(path, list(_SCHEMA)).with_columns(pl.col("lane").cast(pl.Enum(LANES), strict=False))
+    if (unknown := events["lane"].null_count()) or events["idx"].null_count():
+        raise TraceFormatError(path, f"is a damaged ntrace events file ({unknown:,} events of no known lane, or events without an index); convert the trace again")
     if lanes:
         events = classify(events.drop("lane", "side"), lane_table(lanes))
     return Trace(Path(provenance["source"]), events, provenance["meta"], tuple(provenance["warnings"]), provenance.get("variant"))
@@ -79,20 +85,19 @@ def read_cache_trace(path: str | Path, lanes: Mapping[str, str] | None = None) -
 def _provenance(path: Path, metadata: dict[str, str]) -> dict[str, Any]:
     """The `ntrace.events` record of a file's metadata, checked to be this format's."""
     try:
-        provenance = orjson.loads(metadata[META_KEY])
-    except (KeyError, orjson.JSONDecodeError):
+        provenance = json.loads(metadata[META_KEY])
+    except (KeyError, ValueError, RecursionError):
         raise TraceFormatError(path, f"is not an ntrace events file (no valid {META_KEY} metadata)") from None
     if not isinstance(provenance, dict) or provenance.get("version") != FORMAT_VERSION:
         version = provenance.get("version") if isinstance(provenance, dict) else None
-        raise TraceFormatError(path, f"was written by another ntrace version (format {version}); convert it again")
+        raise TraceFormatError(path, f"was written by another ntrace version (format {one_line(repr(version))[:40]}); convert it again")
+    warnings = provenance.get("warnings")
+    if not (
+        isinstance(provenance.get("source"), str)
+        and isinstance(provenance.get("meta"), dict)
+        and isinstance(warnings, list)
+        and all(isinstance(w, str) for w in warnings)
+        and isinstance(provenance.get("variant"), (str, type(None)))
+    ):
+        raise TraceFormatError(path, f"has a damaged {META_KEY} record (source, meta, warnings or variant of the wrong type); convert the trace again")
     return provenance
-
-
-def _read(path: Path, reader: Callable[[Path], T]) -> T:
-    """`reader(path)`, with a missing or unreadable file as the one-line error naming it."""
-    try:
-        return reader(path)
-    except FileNotFoundError:
-        raise InputError(path, "does not exist") from None
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        raise TraceFormatError(path, f"is not a readable ntrace Parquet file ({str(exc).splitlines()[0]})") from None

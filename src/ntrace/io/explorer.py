@@ -27,8 +27,9 @@ from pathlib import Path
 
 import polars as pl
 
-from ntrace.errors import InputError, TraceFormatError
+from ntrace.errors import TraceFormatError
 from ntrace.exprs import fmt
+from ntrace.io import parquet
 from ntrace.io.manifest import find_manifest
 from ntrace.lanes import classify
 from ntrace.trace import EVENT_SCHEMA, STEP_NAME, Trace, end_fits
@@ -63,12 +64,8 @@ _REQUIRED = ("name", "start_ts", "trace_event_source")
 def read_explorer(path: str | Path) -> pl.DataFrame:
     """The SystemProfileEvents rows of `path`, every documented column present (absent ones as nulls)."""
     path = Path(path)
-    try:
-        raw = pl.read_parquet(path)
-    except FileNotFoundError:
-        raise InputError(path, "does not exist") from None
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        raise TraceFormatError(path, f"is not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+    stored = parquet.schema(path)
+    raw = parquet.read(path, [c for c in EXPLORER_SCHEMA if c in stored])
     missing = [c for c in _REQUIRED if c not in raw.columns]
     if "duration_ns" not in raw.columns and "end_ts" not in raw.columns:
         missing.append("duration_ns or end_ts")

@@ -4,10 +4,11 @@ Only regular files are opened (a FIFO or a device would block or never end). Dec
 the JSON text, the decoder's objects and the columns at once: the fast path peaks at about
 DECODE_FACTOR times the uncompressed JSON and the plain Python-object path at
 PLAIN_DECODE_FACTOR, so a file whose estimate exceeds the memory available (the smallest of
-MemAvailable, the cgroup's headroom and `NTRACE_MEMORY_LIMIT`) fails before decoding with both
+MemAvailable, the cgroup's headroom, the RLIMIT_AS and RLIMIT_DATA headroom and `NTRACE_MEMORY_LIMIT`) fails before decoding with both
 sizes named, instead of being killed half-way. A gzip stream is inflated in chunks with an
 output cap derived from the same limit (a gzip bomb fails early); a stream cut off mid-write
-yields what it holds, with a warning; a UTF-8 BOM is dropped. An uncompressed file can be
+yields what it holds, with a warning; a UTF-8 BOM is dropped. Files whose first bytes say they are
+something else (bzip2, xz, zstd, lz4, zip, 7-Zip, Parquet, NUL bytes) are refused by name. An uncompressed file can be
 memory-mapped instead of read (`map_json`), so its pages can be released as decoding moves on.
 """
 
@@ -38,8 +39,8 @@ _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def available_memory() -> int:
-    """Bytes this process may still allocate: the smallest of MemAvailable, the cgroup's headroom and NTRACE_MEMORY_LIMIT."""
-    limits = (_meminfo_available() or _sysconf_available(), _cgroup_headroom(), _env_limit())
+    """Bytes this process may still allocate: the smallest of MemAvailable, the cgroup's headroom, the address-space and data limits' headroom (ulimit -v, -d) and NTRACE_MEMORY_LIMIT."""
+    limits = (_meminfo_available() or _sysconf_available(), _cgroup_headroom(), _rlimit_headroom(), _env_limit())
     return min(v for v in limits if v is not None)
 
 
@@ -85,6 +86,25 @@ def _cgroup_headroom() -> int | None:
     return None if limit == "max" else max(int(limit) - current, 0)
 
 
+def _rlimit_headroom() -> int | None:
+    """The soft RLIMIT_AS and RLIMIT_DATA less what this process already maps (VmSize, VmData), or None when neither is set (or off Linux)."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return None
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return None
+    room = []
+    for limit, field in ((resource.RLIMIT_AS, "VmSize"), (resource.RLIMIT_DATA, "VmData")):
+        soft = resource.getrlimit(limit)[0]
+        match = re.search(rf"^{field}:\s+(\d+) kB", status, re.MULTILINE)
+        if soft != resource.RLIM_INFINITY and match:
+            room.append(max(soft - int(match.group(1)) * 1024, 0))
+    return min(room) if room else None
+
+
 def _env_limit() -> int | None:
     """NTRACE_MEMORY_LIMIT in bytes (suffixes K, M, G, T), or None when unset or unreadable."""
     match = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)i?B?\s*", os.environ.get("NTRACE_MEMORY_LIMIT", ""), re.IGNORECASE)
@@ -92,6 +112,17 @@ def _env_limit() -> int | None:
 
 
 _GZIP_MAGIC = b"\x1f\x8b"
+#: What other files a trace name may hold, by their first bytes: refused with what they are, never decoded as JSON.
+_OTHER_FORMATS = (
+    (b"BZh", "bzip2-compressed; decompress it first (bunzip2 -k) or recompress it with gzip"),
+    (b"\xfd7zXZ\x00", "xz-compressed; decompress it first (unxz -k) or recompress it with gzip"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed; decompress it first (unzstd) or recompress it with gzip"),
+    (b"\x04\x22\x4d\x18", "lz4-compressed; decompress it first (unlz4) or recompress it with gzip"),
+    (b"PK\x03\x04", "a zip archive; extract the trace from it first"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive; extract the trace from it first"),
+    (b"PAR1", "a Parquet file; name it *.parquet to read it as an ntrace cache or a Neuron Explorer export"),
+    (b"\0\0\0\0", "not valid JSON: it starts with NUL bytes (a zero-filled or sparse file, a copy never written?)"),
+)
 _BOM = b"\xef\xbb\xbf"
 _TEXT = re.compile(rb"\s*\S")
 #: Compressed bytes read, and most bytes inflated, at a time.
@@ -186,10 +217,19 @@ def _open_regular(path: Path, factor: int) -> Iterator[tuple[BinaryIO, int]]:
     try:
         with path.open("rb") as fh:
             total = os.fstat(fh.fileno()).st_size
+            _refuse_other_formats(fh.read(8), path)
+            fh.seek(0)
             check_fits(path, total, factor=factor)
             yield fh, total
     except OSError as exc:
         raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
+
+
+def _refuse_other_formats(head: bytes, path: Path) -> None:
+    """Raise TraceFormatError when the file's first bytes say it is compressed otherwise than gzip, an archive, Parquet or zeros."""
+    for magic, what in _OTHER_FORMATS:
+        if head.startswith(magic):
+            raise TraceFormatError(path, f"is {what}")
 
 
 def _gunzip(src: BinaryIO, total: int, sink: BinaryIO, path: Path, warnings: list[str], factor: int) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -10,23 +11,28 @@ import orjson
 CAPTURE_FILE = "capture.json"
 CAPTURE_SCHEMA = "ntrace.capture/1"
 
+#: The largest manifest read (ntrace writes a few KB): a larger capture.json (a sparse or runaway file) is ignored, never read into memory.
+MANIFEST_LIMIT = 1 << 20
 #: How far above a trace's folder a manifest may sit: <variant>/<instance>_pid_<pid>/<timestamp>/trace.json.
 _LEVELS = 3
 
 
 def find_manifest(path: str | Path) -> dict[str, Any] | None:
-    """The nearest readable capture.json with a "variant" at `path` (a folder or a trace) or a few folders above it, else None."""
+    """The nearest readable capture.json (a regular file of at most MANIFEST_LIMIT bytes) with a "variant" at `path` (a folder or a trace) or a few folders above it, else None."""
     path = Path(path).resolve()
     start = path if path.is_dir() else path.parent
     for where in (start, *list(start.parents)[:_LEVELS]):
         manifest = where / CAPTURE_FILE
-        if manifest.is_file():
-            try:
-                doc = orjson.loads(manifest.read_bytes())
-            except (OSError, orjson.JSONDecodeError):
+        try:
+            st = manifest.stat()
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MANIFEST_LIMIT:
                 continue
-            if isinstance(doc, dict) and isinstance(doc.get("variant"), str) and doc["variant"]:
-                return doc
+            with manifest.open("rb") as fh:
+                doc = orjson.loads(fh.read(MANIFEST_LIMIT + 1))
+        except (OSError, orjson.JSONDecodeError):
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("variant"), str) and doc["variant"]:
+            return doc
     return None
 
 

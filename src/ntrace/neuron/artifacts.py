@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ntrace.errors import InputError
+from ntrace.errors import InputError, valid_text
 from ntrace.exprs import fmt
 from ntrace.io.discover import find_traces
 from ntrace.neuron.device.layout import find_profiles
@@ -86,10 +86,16 @@ def session_fields(directory: Path) -> tuple[str | None, int | None, str | None]
     """(instance, pid, timestamp) read from a session directory's path (made absolute, so `.` works); None where it does not say."""
     directory = directory.absolute()
     if m := SESSION_DIR.match(directory.name):
-        return m["instance"], int(m["pid"]), None
+        return m["instance"], _pid(m["pid"]), None
     if m := SESSION_DIR.match(directory.parent.name):
-        return m["instance"], int(m["pid"]), directory.name
+        return m["instance"], _pid(m["pid"]), directory.name
     return None, None, None
+
+
+def _pid(digits: str) -> int | None:
+    """A session name's pid, or None when it is beyond int64 (no real pid is; JSON and Polars hold no more)."""
+    value = int(digits[:20])
+    return value if len(digits) <= 19 and value < 1 << 63 else None
 
 
 def find_sessions(root: str | Path, traces: list[Path] | None = None) -> list[Session]:
@@ -149,7 +155,7 @@ def _sizes(paths: list[Path]) -> pl.DataFrame:
         except OSError:
             return -1
 
-    return pl.DataFrame({"path": [str(p) for p in paths], "name": [p.name for p in paths], "size": [size(p) for p in paths]},
+    return pl.DataFrame({"path": [valid_text(str(p)) for p in paths], "name": [valid_text(p.name) for p in paths], "size": [size(p) for p in paths]},
                         schema={"path": pl.String, "name": pl.String, "size": pl.Int64})
 
 

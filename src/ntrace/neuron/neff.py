@@ -7,13 +7,17 @@ documented, so the hash is reported as read and never checked.
 
 from __future__ import annotations
 
-import io
+import stat
 import struct
 import tarfile
 import uuid
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
+
+from ntrace.errors import valid_text
+from ntrace.units import plural
 
 #: The header: pkg_version, header_size, data_size, version major, minor, build version,
 #: num_tpb, hash, uuid, name, requested_tpb_count, tpb_per_node, feature_bits, lnc_size, pad.
@@ -24,6 +28,10 @@ assert HEADER.size == HEADER_SIZE
 INT64_LIMIT = 1 << 63
 #: Magic bytes of the compressions tarfile would have to inflate whole to list a member (bzip2 and xz are not seekable).
 UNLISTED_COMPRESSIONS = ((b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
+#: The most bytes a gzip payload is inflated to while its members are listed.
+LIST_CEILING = 256 << 20
+#: The most members listed.
+MAX_MEMBERS = 100_000
 
 
 @dataclass(frozen=True)
@@ -64,10 +72,13 @@ def read_neff(path: str | Path) -> Neff:
     """Decode `path`'s header and list its tarball's members without extracting anything."""
     path = Path(path)
     try:
-        size = path.stat().st_size
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            return Neff(path, 0, False, "is not a regular file")
+        size = st.st_size
         with path.open("rb") as fh:
             head = fh.read(HEADER_SIZE)
-            body = fh.read() if len(head) == HEADER_SIZE else b""
+            members, tar_problem = _members(_Window(fh, HEADER_SIZE, size)) if len(head) == HEADER_SIZE else ((), None)
     except OSError as exc:
         return Neff(path, 0, False, f"cannot be read ({exc.strerror or exc})")
     if len(head) < HEADER_SIZE:
@@ -84,7 +95,6 @@ def read_neff(path: str | Path) -> Neff:
     if data_size is not None and data_size != payload:
         what = "truncated" if data_size > payload else "trailing bytes"
         problems.append(f"data_size says {data_size} bytes but {payload} follow the header ({what})")
-    members, tar_problem = _members(body)
     if tar_problem:
         problems.append(tar_problem)
     return Neff(
@@ -108,19 +118,95 @@ def read_neff(path: str | Path) -> Neff:
     )
 
 
-def _members(payload: bytes) -> tuple[tuple[str, ...], str | None]:
-    """The tarball's member names (plain or gzip tar, opened on the payload bytes in memory) and why it could not be read.
+class _Window:
+    """The bytes of `fh` from `start` to `end` as a file of their own (offset 0 at `start`), so the payload is read in place, never copied whole."""
 
-    The payload is read into memory (with the header, in one pass over the file) rather than opened
-    in place: tarfile only reports a bad first header when the archive starts at offset 0 of its file object.
-    A bzip2 or xz payload is not listed: listing inflates it whole (a 41 KB bzip2 tar can hold 32 GiB).
+    def __init__(self, fh: BinaryIO, start: int, end: int) -> None:
+        self.fh, self.start, self.end = fh, start, end
+        self.pos = 0
+
+    def read(self, n: int = -1) -> bytes:
+        """Up to `n` bytes from the current position (all that is left when n < 0)."""
+        left = self.end - self.start - self.pos
+        n = left if n < 0 else min(n, left)
+        self.fh.seek(self.start + self.pos)
+        data = self.fh.read(max(n, 0))
+        self.pos += len(data)
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        """Move as io does (whence 0, 1 or 2); nothing is read."""
+        base = (0, self.pos, self.end - self.start)[whence]
+        self.pos = max(base + offset, 0)
+        return self.pos
+
+    def tell(self) -> int:
+        """The current position within the window."""
+        return self.pos
+
+
+class _Inflated:
+    """A gzip stream inflated as it is read, at most LIST_CEILING bytes (a few KB of gzip can hold gigabytes of zeros); past that, read raises _TooLarge."""
+
+    def __init__(self, src: _Window) -> None:
+        self.src, self.out = src, 0
+        self.inflater = zlib.decompressobj(wbits=31)
+        self.pending = b""
+
+    def read(self, n: int = -1) -> bytes:
+        """Up to `n` inflated bytes (b"" at the end), across concatenated gzip members."""
+        chunks, want = [], n if n >= 0 else LIST_CEILING + 1
+        while want > 0:
+            if self.inflater.eof:  # concatenated gzip members: another one follows, or the stream ends
+                while len(self.pending) < 2 and (more := self.src.read(1 << 20)):
+                    self.pending += more
+                if self.pending[:2] != b"\x1f\x8b":
+                    break
+                self.inflater = zlib.decompressobj(wbits=31)
+            fed = self.pending or self.src.read(1 << 20)
+            chunk = self.inflater.decompress(fed, min(want, 1 << 20))
+            # zlib keeps what it did not take in unconsumed_tail, and past a member's end in unused_data (then in both)
+            self.pending = self.inflater.unused_data if self.inflater.eof else self.inflater.unconsumed_tail
+            if not fed and not chunk:
+                break  # the file ends (a cut stream: tarfile reports it)
+            chunks.append(chunk)
+            want -= len(chunk)
+            self.out += len(chunk)
+            if self.out > LIST_CEILING:
+                raise _TooLarge
+        return b"".join(chunks)
+
+
+class _TooLarge(Exception):
+    """A compressed tar inflated past LIST_CEILING while being listed."""
+
+
+def _members(payload: _Window) -> tuple[tuple[str, ...], str | None]:
+    """The tarball's member names (plain tar read in place, gzip tar inflated as a stream up to LIST_CEILING) and why it could not be read (whole).
+
+    tarfile only reports a bad first header when the archive starts at offset 0 of its file object:
+    hence the window. A bzip2 or xz payload is not listed: listing inflates it whole (a 41 KB
+    bzip2 tar can hold 32 GiB). At most MAX_MEMBERS names are listed.
     """
-    for magic, kind in UNLISTED_COMPRESSIONS:
-        if payload.startswith(magic):
+    magic = payload.read(6)
+    payload.seek(0)
+    for prefix, kind in UNLISTED_COMPRESSIONS:
+        if magic.startswith(prefix):
             return (), f"payload is a {kind}-compressed tar, not listed (its members cannot be read without inflating all of it)"
+    names: list[str] = []
     try:
-        with tarfile.open(fileobj=io.BytesIO(payload), mode="r:*") as tar:
-            return tuple(tar.getnames()), None
+        if magic.startswith(b"\x1f\x8b"):
+            tar = tarfile.open(fileobj=_Inflated(payload), mode="r|")  # type: ignore[call-overload]  # any object with read() is a stream to tarfile
+        else:
+            tar = tarfile.open(fileobj=payload, mode="r:")  # type: ignore[call-overload]  # read, seek and tell are all tarfile uses
+        with tar:
+            for member in tar:
+                names.append(valid_text(member.name))  # tarfile keeps bytes that are not UTF-8 as lone surrogates
+                if len(names) == MAX_MEMBERS:
+                    return tuple(names), f"payload lists more than {MAX_MEMBERS:,} members; only the first {MAX_MEMBERS:,} listed"
+    except _TooLarge:
+        return tuple(names), f"payload's gzip tar inflates past {LIST_CEILING >> 20} MiB while being listed; only the first {plural(len(names), 'member')} listed"
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         reason = "not a tar, gzip, bz2 or xz archive" if "could not be opened" in str(exc) else " ".join(str(exc).split())
         return (), f"payload is not a readable tar ({reason})"
+    return tuple(names), None

@@ -1,4 +1,4 @@
-"""The CSV renderer: one flat table per run (µs floats, shares 0..1, columns from the one vocabulary), for spreadsheets and scripts; `--table` picks which (ntrace.render.tables.CSV_TABLES)."""
+"""The CSV renderer: one flat table per run (µs floats, shares 0..1, columns from the one vocabulary), for spreadsheets and scripts; `--table` picks which (ntrace.render.tables.CSV_TABLES); text cells are made inert (no control characters, no formulas)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Callable, Sequence
 import polars as pl
 
 from ntrace.analyses.ops import OpView
+from ntrace.errors import one_line
 from ntrace.neuron.artifacts import Session
 from ntrace.render.tables import (
     artifact_files_frame, compare_frame, device_frame, diff_gaps_frame, diff_lanes_frame, diff_ops_frame, findings_frame, gaps_frame, kernels_frame, lanes_frame,
@@ -20,12 +21,30 @@ from ntrace.workflows.diff import Diff
 from ntrace.workflows.ranks import RankAnalysis
 
 
+#: A cell a spreadsheet would run as a formula: it starts with =, +, -, @, a tab or a carriage return.
+_FORMULA_START = r"^[=+\-@\t\r]"
+#: C0 controls, DEL and C1 controls: what a terminal or a spreadsheet would act on.
+_CONTROL = r"[\x00-\x1f\x7f-\x9f]"
+
+
 def frame_csv(frame: pl.DataFrame) -> str:
-    """Any display frame as CSV text with a header row (nested columns are written as JSON text)."""
+    """Any display frame as CSV text with a header row (nested columns are written as JSON text), every text cell made inert.
+
+    Text cells holding control characters get them as escapes (\\x1b, \\r), as in the text output;
+    a text cell starting like a spreadsheet formula (=, +, -, @) gets a leading ' (OWASP's CSV
+    injection advice), so a spreadsheet shows it as text and never runs it. Numbers are untouched.
+    """
     nested = [c for c, t in frame.schema.items() if isinstance(t, (pl.List, pl.Struct, pl.Array))]
     if nested:
         frame = frame.with_columns(pl.struct(pl.col(c).alias("v")).struct.json_encode().str.slice(5).str.strip_suffix("}").alias(c) for c in nested)
-    return frame.write_csv()
+    return frame.with_columns(_inert(c) for c, t in frame.schema.items() if t == pl.String).write_csv()
+
+
+def _inert(column: str) -> pl.Expr:
+    """A text column with control characters escaped and formula-like cells prefixed by '."""
+    col = pl.col(column)
+    escaped = pl.when(col.str.contains(_CONTROL)).then(col.map_elements(one_line, return_dtype=pl.String)).otherwise(col)
+    return pl.when(escaped.str.contains(_FORMULA_START)).then(pl.lit("'") + escaped).otherwise(escaped).alias(column)
 
 
 #: analyze's per-trace tables, by --table name; each row gets the trace's name in a leading `trace` column.

@@ -145,7 +145,7 @@ def source_args(profile: Profile) -> pl.DataFrame:
     empty = pl.DataFrame(schema={"idx": pl.Int64, "args": pl.String})
     try:
         doc = msgspec.json.decode(read_json(profile.trace.path, []), type=_Document)
-    except (NtraceError, OSError, msgspec.DecodeError, MemoryError):
+    except (NtraceError, OSError, msgspec.DecodeError, MemoryError, RecursionError):
         return empty  # Explorer Parquet, a file gone or changed, one only the tolerant decoder reads: the linking args stand in
     raw = doc.traceEvents
     # one Python step per event: msgspec hands each args object over as its raw bytes

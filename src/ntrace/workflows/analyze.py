@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from ntrace.analyses.device import DeviceReport
 from ntrace.analyses.part import Part, cut
-from ntrace.errors import InputError, NtraceError
+from ntrace.errors import InputError, NtraceError, valid_path
 from ntrace.io import read_trace
 from ntrace.io.cache import is_cache, read_cache_summary
 from ntrace.io.discover import find_traces
 from ntrace.io.remote import is_url, local_copies
 from ntrace.io.kineto import in_worker
+from ntrace.io.progress import report
 from ntrace.neuron.artifacts import Session, artifact_warnings, find_sessions, session_dir
 from ntrace.profile import Profile
 from ntrace.summary import Summary
@@ -28,6 +29,8 @@ from ntrace.workflows.device import DeviceJoin, join, session_reports
 
 if TYPE_CHECKING:  # concurrent.futures is imported only where a pool is made
     from concurrent.futures import Executor
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -127,14 +130,29 @@ def summarize_all(
     n = len(traces)
     args = (traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n, [part] * n)
     if executor is not None:
-        return list(executor.map(_summarize_or_error, *args))
+        return counted(executor.map(_summarize_or_error, *args), n)
     if jobs > 1 and n > 1:
         from concurrent.futures import ProcessPoolExecutor  # imported here: process pools cost ~25 ms of start-up to import
         from multiprocessing import get_context
 
-        with ProcessPoolExecutor(max_workers=min(jobs, n), mp_context=get_context("spawn"), initializer=in_worker) as pool:  # fork can deadlock Polars' threads
-            return list(pool.map(_summarize_or_error, *args))
-    return [_summarize_or_error(*a) for a in zip(*args)]
+        workers = min(jobs, n)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=in_worker) as pool:  # fork can deadlock Polars' threads
+            return counted(pool.map(_summarize_or_error, *args, chunksize=chunk_size(n, workers)), n)
+    return counted((_summarize_or_error(*a) for a in zip(*args)), n)
+
+
+def chunk_size(n: int, workers: int) -> int:
+    """Traces sent to a worker at a time: a few chunks per worker, so thousands of tiny traces cost few round trips yet the workers stay evenly loaded."""
+    return max(1, min(64, n // (workers * 4)))
+
+
+def counted(results: Iterable[T], n: int, stage: str = "analyzing traces") -> list[T]:
+    """`results` as a list, reporting how many of the `n` are done as each arrives (the CLI's progress bar)."""
+    out = []
+    for result in results:
+        out.append(result)
+        report(stage, len(out), n, "traces")
+    return out
 
 
 def analyze(
@@ -163,13 +181,14 @@ def analyze(
         with local_copies([str(path)]) as (local,):
             return analyze(local, jobs=jobs, executor=executor, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline, part=part)
     root = Path(path)
+    shown = valid_path(root)  # the name outputs print; files are read by `root`
     notes: list[str] = []
     traces = find_traces(root, notes)
     # each step below finds the sessions only after loading: that runs Polars, whose threads forbid the forked decoding helper
     if not traces:
         sessions = find_sessions(root, [] if root.is_dir() else None)
         if bare := [s for s in sessions if s.has_artifacts]:
-            return Analysis(root, warnings=tuple(notes + artifact_warnings(bare)), artifacts=tuple(bare), devices=session_reports(bare))
+            return Analysis(shown, warnings=tuple(notes + artifact_warnings(bare)), artifacts=tuple(bare), devices=session_reports(bare))
         why = f" ({'; '.join(notes)})" if notes else ""
         raise InputError(root, f"holds no framework trace (*.json, *.json.gz with traceEvents){why}")
     if not root.is_dir():
@@ -181,7 +200,7 @@ def analyze(
                 raise result
             summary = result
         sessions = find_sessions(root, None)
-        return Analysis(root, ((summary, sessions[0]),), warnings=tuple(artifact_warnings(sessions)), devices=session_reports(sessions))
+        return Analysis(shown, ((summary, sessions[0]),), warnings=tuple(artifact_warnings(sessions)), devices=session_reports(sessions))
     results = summarize_all(traces, jobs=jobs, executor=executor, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline, part=part)
     sessions = find_sessions(root, traces)
     by_dir = {s.dir: s for s in sessions}
@@ -197,5 +216,5 @@ def analyze(
     warnings += artifact_warnings(sessions)
     if not entries and not artifacts:
         raise InputError(root, f"none of its {plural(len(traces), 'trace file')} could be analyzed (first: {warnings[0].removeprefix('skipped ')})")
-    return Analysis(root, tuple(entries), tuple(warnings), artifacts, session_reports(sessions))
+    return Analysis(shown, tuple(entries), tuple(warnings), artifacts, session_reports(sessions))
 

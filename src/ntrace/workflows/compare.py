@@ -23,9 +23,10 @@ from ntrace.analyses.device import ENGINES, DeviceReport
 from ntrace.analyses.neffs import variant_device
 from ntrace.analyses.ops import UNLINKED, op_table
 from ntrace.analyses.stats import nearest_rank
-from ntrace.errors import InputError
+from ntrace.errors import InputError, valid_text
 from ntrace.io.discover import find_traces
 from ntrace.io.manifest import variant_name
+from ntrace.io.progress import report as progress
 from ntrace.neuron.device.layout import find_profiles
 from ntrace.summary import Summary
 from ntrace.workflows.analyze import summarize
@@ -97,8 +98,8 @@ def variant_row(name: str, path: Path, summaries: Sequence[Summary], devices: Se
     steps = pl.concat([s.steps["dur"] for s in summaries]) if summaries else pl.Series(dtype=pl.Int64)
     backends = sorted({s.device for s in summaries} - {"none"})
     return {
-        "name": name,
-        "path": str(path),
+        "name": valid_text(name),
+        "path": valid_text(str(path)),
         "traces": len(summaries),
         "device_name": "/".join(backends) or "none",
         "device": sum(s.device_ns for s in summaries),
@@ -159,7 +160,15 @@ def compare(paths: Sequence[str | Path], baseline: str | None = None) -> Compari
     the first variant, or the one whose name (or path) is `baseline`.
     """
     variants = find_variants(paths)
-    groups = [(variant_name(path), path, [summarize(t) for t in traces], [report(d) for d in find_profiles(path)]) for path, traces in variants]
+    n, done = sum(len(traces) for _, traces in variants), 0
+    groups = []
+    for path, traces in variants:
+        summaries = []
+        for trace in traces:
+            summaries.append(summarize(trace))
+            done += 1
+            progress("analyzing traces", done, n, "traces")
+        groups.append((variant_name(path), path, summaries, [report(d) for d in find_profiles(path)]))
     return compare_groups(groups, baseline, slowest_first=len(paths) == 1 and len(groups) > 1)
 
 

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import polars as pl
 
-from ntrace.errors import InputError, NtraceError, OutputError
+from ntrace.errors import InputError, NtraceError, OutputError, valid_text
 from ntrace.io import read_trace
 from ntrace.io.cache import write_cache
 from ntrace.io.discover import find_traces
 from ntrace.io.kineto import in_worker
 from ntrace.profile import Profile
+from ntrace.workflows.analyze import chunk_size, counted
 
 
 #: The longest file name (in bytes) that common file systems (ext4, XFS, APFS, NTFS in UTF-8) accept.
@@ -69,10 +70,10 @@ def convert(path: str | Path, out_dir: str | Path, *, jobs: int = 1, fast: bool 
         from multiprocessing import get_context
 
         with ProcessPoolExecutor(max_workers=min(jobs, len(traces)), mp_context=get_context("spawn"), initializer=in_worker) as pool:  # fork can deadlock Polars' threads
-            errors = list(pool.map(_convert_one, traces, outs, fasts))
+            errors = counted(pool.map(_convert_one, traces, outs, fasts, chunksize=chunk_size(len(traces), min(jobs, len(traces)))), len(traces), "converting traces")
     else:
-        errors = list(map(_convert_one, traces, outs, fasts))
+        errors = counted(map(_convert_one, traces, outs, fasts), len(traces), "converting traces")
     return pl.DataFrame(
-        {"trace": [str(t) for t in traces], "parquet": [str(o) for o in outs], "error": errors},
+        {"trace": [valid_text(str(t)) for t in traces], "parquet": [valid_text(str(o)) for o in outs], "error": errors},
         schema={"trace": pl.String, "parquet": pl.String, "error": pl.String},
     )

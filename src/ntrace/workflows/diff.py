@@ -18,7 +18,7 @@ import polars as pl
 
 from ntrace.analyses import stats
 from ntrace.analyses.ops import UNLINKED, op_table
-from ntrace.errors import InputError
+from ntrace.errors import InputError, valid_path
 from ntrace.summary import Summary
 from ntrace.workflows.analyze import analyze
 from ntrace.workflows.compare import comparability
@@ -138,8 +138,8 @@ def diff(base: str | Path, test: str | Path, threshold: float = 5.0) -> Diff:
     gap = _gap_stats(b).join(_gap_stats(t), on=["kind", "stat"], suffix="_test", maintain_order="left")
     warnings = (*(w for s in (*b, *t) for w in s.warnings), *comparability([("base", b), ("test", t)]))
     return Diff(
-        base=Path(base),
-        test=Path(test),
+        base=valid_path(Path(base)),
+        test=valid_path(Path(test)),
         threshold=threshold,
         ops=op_changes(b, t, threshold),
         lanes=lanes.with_columns(pl.exclude("lane").fill_null(0)),

@@ -19,6 +19,7 @@ import msgspec
 from ntrace.errors import TraceFormatError
 from ntrace.io.files import PLAIN_DECODE_FACTOR, check_fits
 from ntrace.io.kineto._plain import NumText
+from ntrace.units import plural
 
 #: How many `}` positions from the end are tried before a cut-off file is given up as unsalvageable.
 _TRIES = 64
@@ -27,6 +28,10 @@ _EVENT_START = re.compile(rb'[\[,]\s*\{\s*"ph"\s*:')
 #: Checks JSON syntax and finds the top level's values without building them (memory stays flat).
 _SKIM = msgspec.json.Decoder(dict[str, msgspec.Raw] | list[msgspec.Raw])
 _EVENTS = msgspec.json.Decoder(list[msgspec.Raw])
+#: Values that open at this depth are replaced by null when a document nests too deep for the decoders (no Kineto field nests past a few levels).
+MAX_DEPTH = 64
+#: A JSON string (skipped whole) or one bracket.
+_BRACKET_OR_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
 def repair_json(raw: bytes, path: Path, warnings: list[str]) -> bytes | Any:
@@ -44,7 +49,9 @@ def repair_json(raw: bytes, path: Path, warnings: list[str]) -> bytes | Any:
         _SKIM.decode(text)
     except msgspec.ValidationError:
         pass  # valid JSON of another shape: the decoders say what is wrong with it
-    except (msgspec.DecodeError, RecursionError) as exc:
+    except RecursionError:
+        text = _flatten_deep(text, path, notes)
+    except msgspec.DecodeError as exc:
         if str(exc).startswith("Input data was truncated"):
             text = _close_cut_off(text, path, notes)
         else:
@@ -59,6 +66,39 @@ def repair_json(raw: bytes, path: Path, warnings: list[str]) -> bytes | Any:
     warnings.extend(notes)
     warnings.append(f"{path}: uses non-standard JSON numbers (NaN, Infinity); read them as no number")
     return doc
+
+
+def _flatten_deep(raw: bytes, path: Path, warnings: list[str]) -> bytes:
+    """Valid JSON nested deeper than the decoders go (about 1,000 levels): each value that opens at MAX_DEPTH is replaced by null, with a warning counting them.
+
+    Strings are skipped whole (a bracket inside a name is not one), so only real nesting counts.
+    Raises TraceFormatError when the brackets do not balance (then it was not valid JSON).
+    """
+    depth, start, cuts = 0, -1, []
+    for match in _BRACKET_OR_STRING.finditer(raw):
+        token = match[0][:1]
+        if token == b'"':
+            continue
+        if token in b"[{":
+            depth += 1
+            if depth == MAX_DEPTH and start < 0:
+                start = match.start()
+        else:
+            depth -= 1
+            if depth == MAX_DEPTH - 1 and start >= 0:
+                cuts.append((start, match.end()))
+                start = -1
+            if depth < 0:
+                break
+    if depth != 0 or not cuts:
+        raise TraceFormatError(path, "is not valid JSON (its brackets do not balance); is it a Chrome/Kineto trace?")
+    out, last = bytearray(), 0
+    for begin, end in cuts:
+        out += raw[last:begin] + b"null"
+        last = end
+    out += raw[last:]
+    warnings.append(f"{path}: {plural(len(cuts), 'value')} nested deeper than {MAX_DEPTH} levels (more than the decoders read) were replaced by null")
+    return bytes(out)
 
 
 def keep_first_events(raw: bytes, n: int, path: Path, warnings: list[str]) -> bytes:

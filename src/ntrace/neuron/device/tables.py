@@ -15,7 +15,8 @@ from typing import Mapping
 
 import polars as pl
 
-from ntrace.errors import InputError
+from ntrace.errors import InputError, NtraceError
+from ntrace.io import parquet
 from ntrace.neuron.device.layout import table_files
 
 #: The schema MAJOR versions the Neuron documents describe (7.4.0 in the SDK 2.31 sources, 12.0.1 on the SDK 2.33 page).
@@ -136,9 +137,9 @@ def read_table(table: str, files: list[tuple[int | None, Path]], warnings: list[
     frames = []
     for _, path in files:
         try:
-            stored = pl.read_parquet_schema(path)
-        except (OSError, pl.exceptions.PolarsError) as exc:
-            warnings.append(f"{path}: is not a readable Parquet file ({_first_line(exc)}); {table} was left out")
+            stored = parquet.schema(path)
+        except NtraceError as exc:
+            warnings.append(f"{exc}; {table} was left out")
             return None
         problems = []
         for name, (kind, required) in spec.items():
@@ -152,18 +153,12 @@ def read_table(table: str, files: list[tuple[int | None, Path]], warnings: list[
             return None
         present = [name for name in spec if name in stored]
         try:
-            part = pl.read_parquet(path, columns=present)
-        except (OSError, pl.exceptions.PolarsError) as exc:
-            warnings.append(f"{path}: cannot be read ({_first_line(exc)}); {table} was left out")
+            part = parquet.read(path, present)
+        except NtraceError as exc:
+            warnings.append(f"{exc}; {table} was left out")
             return None
         frames.append(part.select(pl.col(name).cast(KINDS[kind]) if name in present else pl.lit(None, KINDS[kind]).alias(name) for name, (kind, _) in spec.items()))
     return pl.concat(frames) if frames else None
-
-
-def _first_line(exc: BaseException) -> str:
-    """An exception's message cut to its first line."""
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 def schema_version(metadata: pl.DataFrame | None, path: Path, warnings: list[str]) -> str | None:

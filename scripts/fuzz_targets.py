@@ -1,0 +1,216 @@
+"""Fuzz targets beyond trace JSON, for scripts/fuzz.py --target: NEFF headers and tar members, file and directory names, Explorer and ntrace Parquet files, device-profile tables.
+
+Each target is a hypothesis strategy drawing a `Writer`: a function that writes one input under
+a fresh directory and returns the path to give ntrace, with the commands to run on it. Every
+command runs through the CLI in every output format; a crash is an exception escaping the CLI,
+a traceback in its output, or an exit code other than 0, 1 and 2.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import struct
+import tarfile
+from pathlib import Path
+from typing import Any, Callable
+
+import polars as pl
+from hypothesis import strategies as st
+
+REPO = Path(__file__).resolve().parents[1]
+FORMATS = ("table", "json", "csv", "markdown")
+#: (path to give ntrace, the commands to run on it, each a list of arguments with "{path}").
+Writer = Callable[[Path], tuple[Path, list[list[str]]]]
+
+SOUND_TRACE = REPO / "fixtures" / "rmsnorm" / "naive"
+_ANALYZE = [["analyze", "{path}", "--format", f, "-q"] for f in FORMATS]
+_ARTIFACTS = [["artifacts", "{path}", "--format", f] for f in FORMATS]
+_DEVICE = [["device", "{path}", "--format", f] for f in FORMATS]
+_EXTREME_INTS = st.sampled_from([0, 1, -1, 2**31, 2**53 + 1, 2**63 - 1, -(2**63), 10**15])
+
+
+def _sound_trace() -> bytes:
+    """The bundled fixture's first framework trace: a small valid Kineto trace."""
+    return next(SOUND_TRACE.rglob("trace.json")).read_bytes()
+
+
+# ---------------------------------------------------------------- NEFF headers and tar members
+
+_NEFF_U64 = st.sampled_from([0, 1, 1024, 512, 2**32, 2**63 - 1, 2**63, 2**64 - 1])
+
+
+@st.composite
+def neff_inputs(draw: st.DrawFn) -> Writer:
+    """A NEFF with fuzzed u64 header fields and text fields, and a payload that is a plain, gzip or broken tar of fuzzed members (or random bytes)."""
+    header = bytearray(1024)
+    for offset in (0, 8, 16, 24, 32):
+        struct.pack_into("<Q", header, offset, draw(_NEFF_U64))
+    for _ in range(draw(st.integers(0, 4))):
+        at = draw(st.integers(0, 1023))
+        header[at : at + 8] = draw(st.binary(min_size=1, max_size=8))
+    header = header[:1024].ljust(1024, b"\0")
+    kind = draw(st.sampled_from(["tar", "gz", "random", "none", "cut"]))
+    buf = io.BytesIO()
+    if kind in ("tar", "gz", "cut"):
+        with tarfile.open(fileobj=buf, mode="w:gz" if kind == "gz" else "w") as tar:
+            for _ in range(draw(st.integers(0, 4))):
+                info = tarfile.TarInfo(draw(st.text(min_size=1, max_size=40)).replace("\0", "_") or "m")
+                data = draw(st.binary(max_size=64))
+                info.size, info.mtime = len(data), 0
+                tar.addfile(info, io.BytesIO(data))
+    payload = buf.getvalue() if kind in ("tar", "gz") else buf.getvalue()[: draw(st.integers(0, 600))] if kind == "cut" else draw(st.binary(max_size=2048)) if kind == "random" else b""
+    if draw(st.booleans()):
+        struct.pack_into("<Q", header, 16, len(payload))
+    name = draw(st.sampled_from(["neff_123456789012345_vnc_0.neff", "neff_99999999999999999999_vnc_1.neff", "model.neff"]))
+
+    def write(tmp: Path) -> tuple[Path, list[list[str]]]:
+        (tmp / name).write_bytes(bytes(header) + payload)
+        (tmp / "trace.json").write_bytes(_sound_trace())
+        return tmp, [*_ARTIFACTS, ["analyze", "{path}", "-q"]]
+
+    return write
+
+
+# ---------------------------------------------------------------- file and directory names
+
+_NAME_BYTES = st.lists(st.sampled_from([b"a", b"\x1b[2J", b"\r", b"\n", b"\t", b"\xff", b"\xed\xa0\x80", b"\xc3\xa9", b" ", b"-", b"=", b"%s", b"..", b"\x7f", b"\xc2\x9b"]), min_size=1, max_size=12)
+
+
+@st.composite
+def name_inputs(draw: st.DrawFn) -> Writer:
+    """A sound trace whose file and folder names are drawn from control characters, bytes that are not UTF-8, formula starts and long runs, up to the 255-byte limit."""
+    stem = b"".join(draw(_NAME_BYTES)).replace(b"/", b"_").replace(b"\0", b"_")
+    stem = stem * draw(st.integers(1, 20))
+    folder = b"".join(draw(_NAME_BYTES)).replace(b"/", b"_").replace(b"\0", b"_")[:200]
+    suffix = draw(st.sampled_from([b".pt.trace.json", b".json", b"trace.json"]))
+    file_name = (stem[: 255 - len(suffix)] + suffix)
+    if folder in (b".", b".."):
+        folder = b"f"
+
+    def write(tmp: Path) -> tuple[Path, list[list[str]]]:
+        directory = tmp / os.fsdecode(folder)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / os.fsdecode(file_name)).write_bytes(_sound_trace())
+        return tmp, [*_ANALYZE, ["compare", "{path}", "--format", "json"], ["convert", "{path}", "-o", str(tmp.parent / (tmp.name + "-out"))], ["report", "{path}", "-o", str(tmp.parent / (tmp.name + ".html")), "-q"], ["ranks", "{path}", "--format", "csv", "-q"]]
+
+    return write
+
+
+# ---------------------------------------------------------------- Explorer and ntrace Parquet files
+
+_EXPLORER_COLUMNS = ["id", "name", "start_ts", "end_ts", "duration_ns", "trace_event_source", "process_id", "thread_id", "nc_idx", "pcore_idx", "worker_gid", "flow_id", "framework_stream_id", "instance_id", "extra_attributes_json"]
+
+
+@st.composite
+def explorer_inputs(draw: st.DrawFn) -> Writer:
+    """A Neuron Explorer SystemProfileEvents table with columns left out, of the wrong type, or holding extreme, null or hostile values."""
+    n = draw(st.integers(0, 12))
+    columns: dict[str, Any] = {}
+    for column in _EXPLORER_COLUMNS:
+        kind = draw(st.sampled_from(["int", "int", "text", "null", "absent"]))
+        if kind == "absent":
+            continue
+        if kind == "int":
+            columns[column] = pl.Series(column, [draw(_EXTREME_INTS) for _ in range(n)], dtype=pl.Int64)
+        elif kind == "text":
+            columns[column] = pl.Series(column, [draw(st.sampled_from(["framework", "neuron_rt", "neuron_hw", "ProfilerStep#1", "\x1b[2J", "=1+1", "", "9" * 30])) for _ in range(n)], dtype=pl.String)
+        else:
+            columns[column] = pl.Series(column, [None] * n, dtype=pl.Null)
+    frame = pl.DataFrame(columns)
+
+    def write(tmp: Path) -> tuple[Path, list[list[str]]]:
+        path = tmp / "events.parquet"
+        frame.write_parquet(path)
+        return path, [*_ANALYZE, ["report", "{path}", "-o", str(tmp / "r.html"), "-q"], ["export", "{path}", "--perfetto", str(tmp / "p.json"), "-q"], ["diff", "{path}", "{path}", "--format", "csv"]]
+
+    return write
+
+
+@st.composite
+def cache_inputs(draw: st.DrawFn) -> Writer:
+    """An ntrace Parquet cache of the sound trace whose metadata records or column types are damaged, or whose bytes are cut."""
+    damage = draw(st.sampled_from(["provenance", "summary", "column_type", "drop_column", "cut", "rows"]))
+    junk = draw(st.sampled_from(['{"version": 2}', '{"version": 2, "source": 1, "meta": {}, "warnings": []}', "[]", "{", '{"code": "x"}', '{"version": 2, "source": "s", "meta": {}, "warnings": [], "variant": 5}', "null"]))
+    column = draw(st.sampled_from(["ts", "dur", "lane", "name", "idx", "pid"]))
+    cut = draw(st.integers(0, 4000))
+
+    def write(tmp: Path) -> tuple[Path, list[list[str]]]:
+        from ntrace.io.cache import write_cache
+        from ntrace.io.kineto import read_kineto
+        from ntrace.profile import Profile
+
+        source = tmp / "t.pt.trace.json"
+        source.write_bytes(_sound_trace())
+        trace = read_kineto(source)
+        path = write_cache(trace, tmp / "t.pt.trace.json.parquet", Profile(trace).summary())
+        source.unlink()
+        metadata = pl.read_parquet_metadata(path)
+        frame = pl.read_parquet(path)
+        if damage == "provenance":
+            metadata["ntrace.events"] = junk
+        elif damage == "summary":
+            metadata["ntrace.summary"] = junk
+        elif damage == "column_type":
+            frame = frame.with_columns(pl.col(column).cast(pl.String))
+        elif damage == "drop_column":
+            frame = frame.drop(column)
+        elif damage == "rows":
+            frame = frame.with_columns(pl.lit(None).alias(column))
+        if damage == "cut":
+            path.write_bytes(path.read_bytes()[:cut])
+        else:
+            frame.write_parquet(path, metadata={k: v for k, v in metadata.items() if k.startswith("ntrace.")})
+        return path, [*_ANALYZE, ["compare", "{path}"], ["export", "{path}", "--perfetto", str(tmp / "p.json"), "-q"]]
+
+    return write
+
+
+# ---------------------------------------------------------------- device-profile tables
+
+DEVICE_SEED = REPO / "fixtures" / "device" / "compute_bound"
+
+
+@st.composite
+def device_inputs(draw: st.DrawFn) -> Writer:
+    """A copy of a synthetic processed device profile with one table's column set to extreme, null or negative values, cast to text, dropped, or its file cut."""
+    tables = sorted(p.name for p in DEVICE_SEED.glob("*.parquet"))
+    table = draw(st.sampled_from(tables))
+    damage = draw(st.sampled_from(["values", "null", "text", "drop", "cut", "empty"]))
+    pick = draw(st.integers(0, 1000))
+    value = draw(_EXTREME_INTS)
+    cut = draw(st.integers(0, 2000))
+
+    def write(tmp: Path) -> tuple[Path, list[list[str]]]:
+        profile = tmp / "profile"
+        shutil.copytree(DEVICE_SEED, profile)
+        path = profile / table
+        frame = pl.read_parquet(path)
+        column = frame.columns[pick % len(frame.columns)]
+        if damage == "values":
+            frame = frame.with_columns(pl.lit(value).cast(frame.schema[column], strict=False).alias(column))
+        elif damage == "null":
+            frame = frame.with_columns(pl.lit(None, frame.schema[column]).alias(column))
+        elif damage == "text":
+            frame = frame.with_columns(pl.col(column).cast(pl.String).fill_null("\x1b[2J"))
+        elif damage == "drop":
+            frame = frame.drop(column)
+        elif damage == "empty":
+            frame = frame.clear()
+        if damage == "cut":
+            path.write_bytes(path.read_bytes()[:cut])
+        else:
+            frame.write_parquet(path)
+        return profile, [*_DEVICE, ["compare", "{path}", "--format", "json"]]
+
+    return write
+
+
+TARGETS: dict[str, Callable[[], st.SearchStrategy[Writer]]] = {
+    "neff": neff_inputs,
+    "names": name_inputs,
+    "explorer": explorer_inputs,
+    "cache": cache_inputs,
+    "device": device_inputs,
+}
