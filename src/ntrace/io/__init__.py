@@ -5,6 +5,7 @@
 - `kineto` (private package): the Kineto/Chrome trace JSON decoder;
 - `explorer`: Neuron Explorer's Parquet export of a system profile;
 - `cache`: ntrace's own Parquet cache (events plus the Summary computed from them);
+- `dataset`: a rank-partitioned dataset of such files, each rank's summary for `ntrace ranks` beside it;
 - `manifest`: the capture manifest (`capture.json`) beside a capture;
 - `atomic` and `progress`: writing files whole, reporting how far a read is.
 """
