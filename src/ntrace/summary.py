@@ -80,6 +80,12 @@ class Summary:
     launch_latencies: pl.Series  # every launch latency (ns), likewise
     queue_delays: pl.Series  # every queue delay (ns), likewise
     timeline: Timeline | None = field(default=None, compare=False)  # computed only when a report asks for it
+    source: str | None = None  # the URL the trace was downloaded from (path is then its temporary copy)
+
+    @property
+    def shown_path(self) -> str:
+        """What outputs name the trace by: its URL when it was downloaded, else its path."""
+        return self.source or str(self.path)
 
     @property
     def window_ns(self) -> int:

@@ -17,7 +17,7 @@ from ntrace.errors import InputError, NtraceError
 from ntrace.io import read_trace
 from ntrace.io.cache import is_cache, read_cache_summary
 from ntrace.io.discover import find_traces
-from ntrace.io.remote import is_url, local_copies
+from ntrace.io.remote import LocalCopies, is_url, local_copies
 from ntrace.io.kineto import in_worker
 from ntrace.neuron.artifacts import Session, artifact_warnings, find_sessions, session_dir
 from ntrace.profile import Profile
@@ -129,6 +129,15 @@ def summarize_all(
     return [_summarize_or_error(*a) for a in zip(*args)]
 
 
+def _named_by_url(remote: Analysis, copies: LocalCopies) -> Analysis:
+    """An analysis of downloaded copies with each trace and warning naming the URL it came from, not the copy (gone by the time it is read)."""
+    shown = {s.path: copies.shown(str(s.path)) for s in remote.summaries}
+    entries = tuple(
+        (replace(s, source=shown[s.path] if shown[s.path] != str(s.path) else None, warnings=tuple(map(copies.shown, s.warnings))), session) for s, session in remote
+    )
+    return replace(remote, entries=entries, warnings=tuple(map(copies.shown, remote.warnings)))
+
+
 def analyze(
     path: str | Path,
     *,
@@ -150,8 +159,9 @@ def analyze(
     analyzed there and removed.
     """
     if is_url(path):
-        with local_copies([str(path)]) as (local,):
-            return analyze(local, jobs=jobs, executor=executor, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline)
+        with local_copies([str(path)]) as copies:
+            remote = analyze(copies.paths[0], jobs=jobs, executor=executor, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline)
+        return _named_by_url(remote, copies)
     root = Path(path)
     notes: list[str] = []
     traces = find_traces(root, notes)

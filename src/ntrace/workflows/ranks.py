@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -75,8 +75,12 @@ def _ranked(summaries: list[RankSummary], warnings: list[str]) -> list[tuple[int
 
 def ranks(paths: Sequence[str | Path], jobs: int = 1, executor: Executor | None = None) -> RankAnalysis:
     """Analyze every trace at or under `paths` (local paths or fsspec URLs) as one rank each (in `jobs` worker processes, or on `executor`), then compare and align the ranks."""
-    with local_copies(paths) as local:
-        return _ranks(local, jobs, executor)
+    with local_copies(paths) as copies:
+        result = _ranks(copies.paths, jobs, executor)
+    if not copies.urls:
+        return result
+    table = result.table.with_columns(trace=pl.Series([copies.shown(t) for t in result.table["trace"]], dtype=pl.String))
+    return replace(result, table=table, warnings=tuple(map(copies.shown, result.warnings)))
 
 
 def _from_dataset(root: Path, notes: list[str]) -> list[RankSummary | Path]:
