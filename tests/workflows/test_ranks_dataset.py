@@ -151,3 +151,30 @@ def test_convert_by_rank_refuses_a_trace_without_rank_and_keeps_the_rest(tmp_pat
     assert res.stderr == f"warning: skipped {src / 'anon.pt.trace.json'}: has no rank (no distributedInfo.rank, no rank number in the file name, no single worker_gid); not written\n"
     (part,) = dataset_parts(tmp_path / "ds")
     assert (part.rank, part.events, part.summary) == (2, tmp_path / "ds" / "rank=2" / "sub" / "w.pt.trace.json.parquet", tmp_path / "ds" / "rank=2" / "sub" / "_w.pt.trace.json.summary.json")
+
+
+def test_step_counts_and_partial_collectives_warn_with_counts_as_on_the_traces(tmp_path: Path) -> None:
+    src = tmp_path / "run"
+    src.mkdir()
+    write_trace(src / "rank0.json", [x("ProfilerStep#1", "user_annotation", 0, 100), x("ncclDevKernel_AllReduce", "kernel", 30, 35, pid=0)])
+    write_trace(src / "rank1.json", [x("ProfilerStep#1", "user_annotation", 0, 100), x("ProfilerStep#2", "user_annotation", 100, 100), x("gemm", "kernel", 10, 20, pid=0)])
+    convert(src, tmp_path / "dataset", by_rank=True)
+    on_dataset, on_traces = ranks([tmp_path / "dataset"]), ranks([src])
+    assert on_dataset.warnings == on_traces.warnings
+    assert "collective ncclDevKernel_AllReduce: 1 instances are not on every rank (instances per rank: rank 0 1); left out of the matching" in on_dataset.warnings
+    assert "ranks have different step counts: rank 0 1, rank 1 2" in on_dataset.warnings
+    assert on_dataset.table.equals(on_traces.table)
+
+
+def test_a_summary_alone_that_is_stale_or_damaged_leaves_its_rank_out_by_name(made: tuple[Path, Path], tmp_path: Path) -> None:
+    dataset = _copy(made[1], tmp_path)
+    for r in (1, 2):
+        (dataset / f"rank={r}" / f"rank-{r}.trace.json.parquet").unlink()
+    stale, damaged = dataset / "rank=1" / "_rank-1.trace.json.summary.json", dataset / "rank=2" / "_rank-2.trace.json.summary.json"
+    stale.write_text(json.dumps({**json.loads(stale.read_bytes()), "code": "other"}))
+    damaged.write_text("{")
+    got = json.loads(_json(str(dataset)))
+    assert [r["rank"] for r in got["ranks"]] == [0, 3, 4, 5, 6, 7]
+    assert got["warnings"][0] == f"{stale}: written by other ntrace analysis code, and no events file beside it; rank 1 left out"
+    assert got["warnings"][1].startswith(f"{damaged}: is not a readable rank summary") and got["warnings"][1].endswith("; rank 2 left out")
+    assert "ranks missing from 0..7: 1, 2" in got["warnings"]

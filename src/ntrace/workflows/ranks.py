@@ -84,17 +84,20 @@ def ranks(paths: Sequence[str | Path], jobs: int = 1, executor: Executor | None 
 
 
 def _from_dataset(root: Path, notes: list[str]) -> list[RankSummary | Path]:
-    """A dataset's traces: each rank's stored summary, or its events file where the summary is missing, damaged or from other analysis code (each but the last noted)."""
+    """A dataset's traces: each rank's stored summary, or its events file where the summary is missing, damaged or from other analysis code (noted but the last)."""
     found: list[RankSummary | Path] = []
     for part in dataset_parts(root):
+        fallback = f"summarized again from {part.events}" if part.events else "left out"
         stored = None
-        if part.summary is not None:
-            try:
-                stored = read_rank_summary(part.summary)
-            except NtraceError as exc:
-                notes.append(f"{exc}; rank {part.rank} " + (f"summarized again from {part.events}" if part.events else "left out"))
-        elif part.events is not None:
-            notes.append(f"{part.events}: no rank summary beside it; summarized from its events")
+        try:
+            stored = read_rank_summary(part.summary) if part.summary is not None else None
+        except NtraceError as exc:
+            notes.append(f"{exc}; rank {part.rank} {fallback}")
+        else:
+            if part.summary is None:
+                notes.append(f"{part.events}: no rank summary beside it; summarized from its events")
+            elif stored is None and part.events is None:
+                notes.append(f"{part.summary}: written by other ntrace analysis code, and no events file beside it; rank {part.rank} left out")
         if stored is not None:
             if part.events is not None and (problem := events_problem(part.events)):
                 notes.append(f"{part.events}: damaged events file ({problem}); rank {part.rank} analyzed from its summary")
