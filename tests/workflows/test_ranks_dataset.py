@@ -178,3 +178,9 @@ def test_a_summary_alone_that_is_stale_or_damaged_leaves_its_rank_out_by_name(ma
     assert got["warnings"][0] == f"{stale}: written by other ntrace analysis code, and no events file beside it; rank 1 left out"
     assert got["warnings"][1].startswith(f"{damaged}: is not a readable rank summary") and got["warnings"][1].endswith("; rank 2 left out")
     assert "ranks missing from 0..7: 1, 2" in got["warnings"]
+
+
+def test_analyze_on_a_dataset_reads_its_events_files_not_its_summaries(made: tuple[Path, Path]) -> None:
+    res = CliRunner().invoke(main, ["analyze", str(made[1]), "--format", "json", "-q"])
+    assert res.exit_code == 0 and res.stderr == ""
+    assert [p["trace"] for p in json.loads(res.stdout)["profiles"]] == [str(made[0] / f"rank-{r}.trace.json") for r in range(N)]

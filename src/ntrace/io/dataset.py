@@ -17,12 +17,11 @@ import polars as pl
 
 from ntrace.errors import InputError, TraceFormatError
 from ntrace.io.atomic import write_bytes
+from ntrace.io.discover import SUMMARY_SUFFIX, is_rank_summary
 from ntrace.summary import RankSummary
 
 #: A partition directory's name: the rank it holds.
 PARTITION = re.compile(r"rank=(\d+)")
-#: What a summary file's name adds to its events file's name (without `.parquet`), after a leading `_`.
-SUMMARY_SUFFIX = ".summary.json"
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ def dataset_parts(root: Path) -> list[Part]:
     partitions = [(int(m[1]), d) for d in root.iterdir() if d.is_dir() and (m := PARTITION.fullmatch(d.name))]
     for rank, directory in sorted(partitions):
         events = {summary_path(p): p for p in directory.rglob("*.parquet") if not p.name.startswith(("_", "."))}
-        summaries = {p for p in directory.rglob(f"_*{SUMMARY_SUFFIX}")}
+        summaries = {p for p in directory.rglob(f"_*{SUMMARY_SUFFIX}") if is_rank_summary(p)}
         for key in sorted(events.keys() | summaries):
             parts.append(Part(rank, events.get(key), key if key in summaries else None))
     return parts

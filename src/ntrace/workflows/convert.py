@@ -19,8 +19,8 @@ from ntrace.analyses.ranks import rank_of, rank_summary
 from ntrace.errors import InputError, NtraceError, OutputError
 from ntrace.io import read_trace
 from ntrace.io.cache import write_cache
-from ntrace.io.dataset import SUMMARY_SUFFIX, partition, summary_path, write_rank_summary
-from ntrace.io.discover import find_traces
+from ntrace.io.dataset import partition, summary_path, write_rank_summary
+from ntrace.io.discover import SUMMARY_SUFFIX, find_traces
 from ntrace.io.kineto import in_worker
 from ntrace.profile import Profile
 
