@@ -84,7 +84,7 @@ def ranks(paths: Sequence[str | Path], jobs: int = 1, executor: Executor | None 
 
 
 def _from_dataset(root: Path, notes: list[str]) -> list[RankSummary | Path]:
-    """A dataset's traces: each rank's stored summary, or its events file where the summary is missing, damaged or from other analysis code (noted but the last)."""
+    """A dataset's traces: each rank's stored summary, or its events file where the summary is missing, damaged or from other analysis code (the first two noted)."""
     found: list[RankSummary | Path] = []
     for part in dataset_parts(root):
         fallback = f"summarized again from {part.events}" if part.events else "left out"
