@@ -18,6 +18,7 @@ recomputes every number from the stored events.
     scripts/bench.py --events 100000 --scaling   # 1x, 2x, 4x, 8x events: time and RSS growth per doubling
     scripts/bench.py --events 100000 --ranks 4   # a 4-rank directory: --jobs 1 vs --jobs 2
     scripts/bench.py --tiles 35,90,350,1000      # every real trace tiled (scripts/tile_trace.py) + synthetic: one table
+    scripts/bench.py --ranks-dataset 256 --rank-mb 50   # convert --by-rank of 256 synthetic ranks, then ranks on the dataset
     HTA_PYTHON=/tmp/hta-venv/bin/python scripts/bench.py …   # or --hta-python: adds HolisticTraceAnalysis
 
 HTA is never a dependency of ntrace: it runs from its own interpreter when one is given.
@@ -383,12 +384,45 @@ def bench_startup(repeat: int) -> None:
     print(f"\nStart-up (median of {repeat}): " + ", ".join(f"{k} {r.seconds:.3f} s" for k, r in medians(samples).items()))
 
 
+def bench_ranks_dataset(ranks: int, rank_mb: int, workdir: Path) -> None:
+    """`ntrace convert --by-rank` of `ranks` SYNTHETIC rank traces of about `rank_mb` MB of JSON each, then `ntrace ranks` on the dataset: time and peak RSS of each, once.
+
+    The ranks are scripts/make_ranks.py copies (clocks shifted, rank 1 late before each all-reduce)
+    of the real NCCL trace in tests/data, first tiled to `rank_mb` MB by scripts/tile_trace.py.
+    Peak RSS is the largest single process (convert's workers included); the traces are kept in
+    `workdir` for another run, the dataset is written again.
+    """
+    tiled = workdir / f"nccl_{rank_mb}mb.json"
+    if not tiled.exists():
+        subprocess.run([PY, str(ROOT / "scripts" / "tile_trace.py"), str(ROOT / "tests" / "data" / "kineto" / "nccl_parser_config__nccl_data.json.gz"), str(tiled), "--size", f"{rank_mb}MB"], check=True)
+    traces = workdir / f"ranks_{ranks}x{rank_mb}mb"
+    if not (workdir / f"{traces.name}.manifest.json").exists():
+        subprocess.run(
+            [PY, str(ROOT / "scripts" / "make_ranks.py"), str(tiled), str(traces), "--ranks", str(ranks), "--offsets-seed", "1", "--delay-rank", "1",
+             "--delay-us", "250", "--collectives", "AllReduce", "--manifest", str(workdir / f"{traces.name}.manifest.json")],
+            check=True,
+        )  # fmt: skip
+    dataset = workdir / f"dataset_{ranks}x{rank_mb}mb"
+    shutil.rmtree(dataset, ignore_errors=True)
+    jobs = min(ranks, os.cpu_count() or 1)
+    total = sum(p.stat().st_size for p in traces.glob("rank-*.trace.json"))
+    converted = run(ntrace("convert", "--by-rank", "--jobs", str(jobs), str(traces), "-o", str(dataset)))
+    analyzed = run(ntrace("ranks", "--format", "json", "-q", str(dataset)))
+    stored = sum(p.stat().st_size for p in dataset.rglob("*") if p.is_file())
+    summaries = sum(p.stat().st_size for p in dataset.rglob("_*.summary.json"))
+    print(f"\n{ranks} ranks, {total / 1e6:,.0f} MB of JSON ({total / ranks / 1e6:.1f} MB each); dataset {stored / 1e6:,.0f} MB, of which summaries {summaries / 1e6:.1f} MB")
+    print(f"  convert --by-rank --jobs {jobs}: {converted.seconds:.1f} s, CPU {converted.cpu:.1f} s, peak RSS {converted.rss_mib:,.0f} MiB (largest process)")
+    print(f"  ranks on the dataset:           {analyzed.seconds:.1f} s, CPU {analyzed.cpu:.1f} s, peak RSS {analyzed.rss_mib:,.0f} MiB")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("traces", nargs="*", type=Path, help="real trace files to benchmark")
     parser.add_argument("--events", type=int, help="also benchmark a synthetic trace of this many events")
     parser.add_argument("--scaling", action="store_true", help="with --events: run the 1x/2x/4x/8x scaling series")
     parser.add_argument("--ranks", type=int, default=0, help="with --events: time a directory of this many traces, --jobs 1 vs --jobs N")
+    parser.add_argument("--ranks-dataset", type=int, default=0, metavar="N", help="convert --by-rank N synthetic ranks (--rank-mb each), then ranks on the dataset")
+    parser.add_argument("--rank-mb", type=int, default=50, help="with --ranks-dataset: MB of JSON per rank")
     parser.add_argument("--repeat", type=int, default=3, help="rounds per measurement (median reported)")
     parser.add_argument("--hta-python", default=os.environ.get("HTA_PYTHON"), help="python of a venv with holistictraceanalysis installed")
     parser.add_argument("--no-plain", action="store_true", help="skip the plain orjson path (slow on gigabyte traces)")
@@ -427,6 +461,8 @@ def main(argv: list[str] | None = None) -> int:
             bench_scaling(args.events, workdir, args.repeat)
         if args.events and args.ranks:
             bench_ranks(args.events, args.ranks, workdir, args.repeat)
+        if args.ranks_dataset:
+            bench_ranks_dataset(args.ranks_dataset, args.rank_mb, workdir)
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)

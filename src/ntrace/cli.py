@@ -505,14 +505,15 @@ def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: int) -> 
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path, file_okay=False), required=True, help="Directory for the .parquet files (one per trace, same relative paths).")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Convert this many traces in parallel.")
 @click.option("--plain", is_flag=True, help="Use the plain orjson decoder instead of the fast path.")
+@click.option("--by-rank", is_flag=True, help="Write a rank-partitioned dataset (rank=N/ directories, each rank's summary beside its events) for `ntrace ranks`.")
 @_fail_cleanly
-def convert(path: Path, out: Path, jobs: int, plain: bool) -> None:
-    """Decode and lane-classify every JSON trace under PATH once, as Parquet that `ntrace analyze`, Polars, DuckDB or Spark read directly."""
+def convert(path: Path, out: Path, jobs: int, plain: bool, by_rank: bool) -> None:
+    """Decode and lane-classify every JSON trace under PATH once, as Parquet that `ntrace analyze`, `ntrace ranks`, Polars, DuckDB or Spark read directly."""
     from ntrace.errors import InputError
     from ntrace.workflows.convert import convert as run
 
     with _progress(enabled=True):  # shown only on a terminal, once a run takes a second
-        done = run(path, out, jobs=jobs, fast=not plain)
+        done = run(path, out, jobs=jobs, fast=not plain, by_rank=by_rank)
     for row in done.iter_rows(named=True):
         if row["error"]:
             click.echo(f"warning: skipped {row['error']}", err=True)
@@ -589,9 +590,10 @@ def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt
 def ranks(paths: tuple[str, ...], fmt: str, jobs: int, address: str | None, quiet: bool, csv_table: str | None) -> None:
     """Analyze the traces of many ranks of one job together: a row per rank, statistics over ranks, clock offsets, collective skew, stragglers.
 
-    Give the rank traces, or directories holding them. A trace's rank comes from its
-    distributedInfo.rank, else a number in its file name (rank_3, rank-3, rank3), else Neuron's
-    worker_gid. A path may be an fsspec URL (s3://bucket/prefix), downloaded first.
+    Give the rank traces, directories holding them, or a dataset `ntrace convert --by-rank` wrote
+    (only its per-rank summaries are read). A trace's rank comes from its distributedInfo.rank,
+    else a number in its file name (rank_3, rank-3, rank3), else Neuron's worker_gid. A path may
+    be an fsspec URL (s3://bucket/prefix), downloaded first.
     """
     from ntrace.workflows.ranks import ranks as run
 

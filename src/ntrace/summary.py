@@ -80,6 +80,12 @@ class Summary:
     launch_latencies: pl.Series  # every launch latency (ns), likewise
     queue_delays: pl.Series  # every queue delay (ns), likewise
     timeline: Timeline | None = field(default=None, compare=False)  # computed only when a report asks for it
+    source: str | None = None  # the URL the trace was downloaded from (path is then its temporary copy)
+
+    @property
+    def shown_path(self) -> str:
+        """What outputs name the trace by: its URL when it was downloaded, else its path."""
+        return self.source or str(self.path)
 
     @property
     def window_ns(self) -> int:
@@ -124,3 +130,54 @@ class Summary:
             return cls(**kwargs)
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, pl.exceptions.PolarsError, OSError):
             return None
+
+
+#: Schema of a stored RankSummary (a dataset's per-rank summary file).
+RANK_SUMMARY_SCHEMA = "ntrace.rank-summary/1"
+
+#: The column types a RankSummary frame may hold, by the name its file gives them.
+_DTYPES: dict[str, pl.DataType] = {"int64": pl.Int64(), "string": pl.String(), "float64": pl.Float64(), "bool": pl.Boolean()}
+
+
+@dataclass(frozen=True)
+class RankSummary:
+    """What `ntrace ranks` needs of one trace, and all a dataset stores per rank: its source, metadata, read warnings, figures (ns), steps and collective instances."""
+
+    path: Path  # the trace it was computed from
+    meta: Mapping[str, Any]
+    warnings: tuple[str, ...]
+    figures: Mapping[str, int]  # steps, step_p50, step_p90, busy_<lane>…, idle, comm, exposed_comm, launch_latency_p50
+    steps: pl.DataFrame  # Summary.steps
+    collectives: pl.DataFrame  # Summary.collectives: idx, name, device, ts, end, sequence
+
+    def to_bytes(self, **provenance: Any) -> bytes:
+        """The rank summary as JSON (integers exact, each frame as its columns and their types), tagged with analysis_digest() and `provenance`."""
+        doc = {
+            "schema": RANK_SUMMARY_SCHEMA, "code": analysis_digest(), **provenance, "source": str(self.path), "meta": self.meta,
+            "warnings": list(self.warnings), "figures": dict(self.figures), "steps": _columns(self.steps), "collectives": _columns(self.collectives),
+        }  # fmt: skip
+        return orjson.dumps(doc, default=str)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "RankSummary | None":
+        """The rank summary `to_bytes` wrote; None when other analysis code wrote it; ValueError when it is damaged."""
+        try:
+            doc = orjson.loads(data)
+            if doc.get("schema") != RANK_SUMMARY_SCHEMA:
+                raise ValueError(f"not an {RANK_SUMMARY_SCHEMA} file")
+            if doc.get("code") != analysis_digest():
+                return None
+            return cls(Path(doc["source"]), doc["meta"], tuple(doc["warnings"]), doc["figures"], _frame(doc["steps"]), _frame(doc["collectives"]))
+        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError) as exc:
+            raise ValueError(f"damaged ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no detail'})") from None
+
+
+def _columns(frame: pl.DataFrame) -> dict[str, Any]:
+    """A frame as JSON: its column types (by _DTYPES name) and its columns as lists."""
+    names = {v: k for k, v in _DTYPES.items()}
+    return {"types": {c: names[t] for c, t in frame.schema.items()}, "columns": frame.to_dict(as_series=False)}
+
+
+def _frame(doc: Mapping[str, Any]) -> pl.DataFrame:
+    """The frame `_columns` wrote."""
+    return pl.DataFrame(doc["columns"], schema={c: _DTYPES[t] for c, t in doc["types"].items()})

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from helpers import REAL_TRACES
+from helpers import REAL_TRACES, write_trace, x
 from ntrace.cli import main
 from ntrace.io.remote import is_url, local_copies
 
@@ -79,8 +79,11 @@ def test_s3_trace_file_prefix_and_parquet_give_the_local_json(bucket: str) -> No
     assert _without_paths(_analyze(f"s3://{bucket}/run/{SRC.name}")) == local
     assert _without_paths(_analyze(f"s3://{bucket}/run/")) == local
     assert _without_paths(_analyze(f"s3://{bucket}/cache")) == local
-    doc = _analyze(f"s3://{bucket}/run")
-    assert doc["profiles"][0]["trace"].endswith(f"/{SRC.name}")
+    assert _analyze(f"s3://{bucket}/run")["profiles"][0]["trace"] == f"s3://{bucket}/run/{SRC.name}"  # the URL, not the temporary copy
+    assert _analyze(f"s3://{bucket}/run/{SRC.name}")["profiles"][0]["trace"] == f"s3://{bucket}/run/{SRC.name}"
+    assert _analyze(f"s3://{bucket}/cache")["profiles"][0]["trace"] == str(SRC)  # a converted trace names its source
+    text = CliRunner().invoke(main, ["analyze", f"s3://{bucket}/run", "-q"]).stdout
+    assert text.startswith(f"== s3://{bucket}/run/{SRC.name}\n")
 
 
 def test_downloads_are_removed_afterwards(bucket: str) -> None:
@@ -97,10 +100,35 @@ def test_missing_bucket_or_key_is_one_line_exit_2_without_credentials(bucket: st
         assert SECRET not in res.output
 
 
-def test_ranks_reads_s3_prefixes(bucket: str) -> None:
+def test_ranks_reads_s3_prefixes_and_names_their_urls(bucket: str, endpoint: str, tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["ranks", f"s3://{bucket}/run", "--format", "json"])
     assert res.exit_code == 0, res.output
-    assert len(json.loads(res.stdout)["ranks"]) == 1
+    (row,) = json.loads(res.stdout)["ranks"]
+    assert row["trace"] == f"s3://{bucket}/run/{SRC.name}"
+    bad = tmp_path / "rank-1.trace.json"
+    bad.write_text('{"traceEvents": [{"ph": "X", "ts": ')
+    boto3.client("s3", endpoint_url=endpoint).upload_file(str(bad), bucket, "run/rank-1.trace.json")
+    doc = json.loads(CliRunner().invoke(main, ["ranks", f"s3://{bucket}/run", "--format", "json", "-q"]).stdout)
+    assert doc["warnings"][0].startswith(f"skipped s3://{bucket}/run/rank-1.trace.json: ")
+    assert "ntrace-remote-" not in json.dumps(doc)
+
+
+def test_ranks_reads_an_s3_dataset(bucket: str, endpoint: str, tmp_path: Path) -> None:
+    (tmp_path / "run").mkdir()
+    for rank in range(2):
+        events = [x("ProfilerStep#1", "user_annotation", 0, 100), x("ncclDevKernel_AllReduce", "kernel", 10 + rank, 20 - rank, pid=0, tid=7, stream=7, device=0)]
+        write_trace(tmp_path / "run" / f"rank-{rank}.trace.json", events, distributedInfo={"rank": rank, "world_size": 2})
+    assert CliRunner().invoke(main, ["convert", str(tmp_path / "run"), "-o", str(tmp_path / "dataset"), "--by-rank"]).exit_code == 0
+    s3 = boto3.client("s3", endpoint_url=endpoint)
+    for path in (tmp_path / "dataset").rglob("*"):
+        if path.is_file():
+            s3.upload_file(str(path), bucket, f"dataset/{path.relative_to(tmp_path / 'dataset').as_posix()}")
+    local = CliRunner().invoke(main, ["ranks", str(tmp_path / "dataset"), "--format", "json", "-q"])
+    remote = CliRunner().invoke(main, ["ranks", f"s3://{bucket}/dataset", "--format", "json", "-q"])
+    assert remote.exit_code == 0 and remote.stdout == local.stdout
+    doc = json.loads(remote.stdout)
+    assert [r["trace"] for r in doc["ranks"]] == [str(tmp_path / "run" / f"rank-{r}.trace.json") for r in range(2)]  # the traces the dataset was made from
+    assert doc["collectives"][0]["skew_us_max"] == 1.0 and doc["stragglers"][0]["rank"] == 1
 
 
 def test_is_url() -> None:

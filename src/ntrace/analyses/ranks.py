@@ -8,8 +8,10 @@ from typing import Any, Mapping
 
 import polars as pl
 
+from ntrace.analyses.stats import nearest_rank
 from ntrace.exprs import fmt
 from ntrace.lanes import lower_contains
+from ntrace.summary import RankSummary, Summary
 
 #: A collective: a device activity named like an NCCL/RCCL kernel, or a Neuron collective execution.
 COLLECTIVE = lower_contains("name", "nccl|rccl") | pl.col("name").is_in(["cc_running", "cc_exec_barrier"])
@@ -65,6 +67,19 @@ def communication_time(collectives: pl.DataFrame, compute: pl.DataFrame) -> pl.D
         exposed=pl.col("length").filter(pl.col("comm_open") & ~pl.col("compute_open")).sum(),
     )
     return devices.join(per, on="device", how="left").select("device", pl.col("comm").cast(pl.Int64), pl.col("exposed").cast(pl.Int64)).sort("device")
+
+
+def rank_summary(summary: Summary) -> RankSummary:
+    """What `ranks` keeps of one trace's Summary: its figures (ns; busy per lane as busy_<lane>), steps and collective instances."""
+    idle = summary.gaps.filter(pl.col("kind") == "hardware_idle")["total"]
+    durations = summary.steps["dur"]
+    figures = {
+        "steps": summary.steps.height, "step_p50": nearest_rank(durations, 50), "step_p90": nearest_rank(durations, 90),
+        **{f"busy_{lane}": busy for lane, busy in summary.lanes.select("lane", "busy").iter_rows()},
+        "idle": int(idle[0]) if idle.len() else 0, "comm": int(summary.communication["comm"].sum()), "exposed_comm": int(summary.communication["exposed"].sum()),
+        "launch_latency_p50": nearest_rank(summary.launch_latencies, 50),
+    }  # fmt: skip
+    return RankSummary(summary.path, summary.meta, summary.warnings, figures, summary.steps, summary.collectives)
 
 
 def rank_of(meta: Mapping[str, Any], path: Path) -> tuple[int | None, str]:

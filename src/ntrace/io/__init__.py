@@ -6,6 +6,7 @@
 - `explorer`: Neuron Explorer's Parquet export of a system profile;
 - `cache`: ntrace's own Parquet cache (events plus the Summary computed from them);
 - `parquet`: opening any Parquet file without trusting it (any file name, rows checked against memory);
+- `dataset`: a rank-partitioned dataset of such files, each rank's summary for `ntrace ranks` beside it;
 - `manifest`: the capture manifest (`capture.json`) beside a capture;
 - `atomic` and `progress`: writing files whole, reporting how far a read is.
 """

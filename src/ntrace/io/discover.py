@@ -14,6 +14,8 @@ from ntrace.neuron.device.layout import is_profile_part
 #: which covers trace.json, *.pt.trace.json and neuron_framework_trace_rank_<N>.json.
 TRACE_NAME = re.compile(r"trace.*\.json$")
 _SUFFIXES = (".json", ".json.gz")
+#: What a rank-partitioned dataset's summary file (ntrace.io.dataset) adds to its events file's name (less `.parquet`), after a leading `_`.
+SUMMARY_SUFFIX = ".summary.json"
 _SNIFF = 4096
 
 
@@ -21,6 +23,11 @@ def is_trace_name(path: Path) -> bool:
     """True when the file name alone says it is a framework trace."""
     name = path.name[:-3] if path.name.endswith(".gz") else path.name
     return bool(TRACE_NAME.search(name))
+
+
+def is_rank_summary(path: Path) -> bool:
+    """True when the file name is a dataset's summary file's (`_<trace>.summary.json`): JSON, but no trace."""
+    return path.name.startswith("_") and path.name.endswith(SUMMARY_SUFFIX)
 
 
 def looks_like_trace(path: Path) -> bool:
@@ -62,7 +69,7 @@ def find_traces(root: str | Path, warnings: list[str] | None = None) -> list[Pat
         dirnames.sort()
         for name in sorted(filenames):
             path = Path(dirpath) / name
-            if not name.endswith((".parquet", *_SUFFIXES)) or is_profile_part(path):  # a processed profile's tables are read as device profiles
+            if not name.endswith((".parquet", *_SUFFIXES)) or is_profile_part(path) or is_rank_summary(path):  # a processed profile's tables are read as device profiles
                 continue
             if (error := regular_file_error(path)) is not None and "cannot be read" not in error.problem:
                 notes.append(f"skipped {error}")

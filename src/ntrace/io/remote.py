@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -27,26 +28,36 @@ def is_url(path: str | Path) -> bool:
     return isinstance(path, str) and bool(_URL.match(path))
 
 
+@dataclass(frozen=True)
+class LocalCopies:
+    """The inputs as local paths (a URL's temporary copy in its place), and the URL each copy stands for, to name it by."""
+
+    paths: list[str | Path]
+    urls: dict[str, str] = field(default_factory=dict)  # a copy's path → its URL
+
+    def __iter__(self) -> Iterator[str | Path]:
+        return iter(self.paths)
+
+    def shown(self, text: str) -> str:
+        """`text` with every path at or under a copy written as the URL it came from (the copy is gone when the user reads it)."""
+        for copy, url in sorted(self.urls.items(), key=lambda c: -len(c[0])):  # the longest first: …/1 must not take …/10
+            text = re.sub(re.escape(copy) + r"(?=/|$|[^\w.~-])", lambda _: url, text)
+        return text
+
+
 @contextlib.contextmanager
-def local_copies(paths: Sequence[str | Path]) -> Iterator[list[str | Path]]:
+def local_copies(paths: Sequence[str | Path]) -> Iterator[LocalCopies]:
     """`paths` with each URL replaced by a local copy of what it names (a file, or a directory of everything under a prefix), removed afterwards."""
     if not any(is_url(p) for p in paths):
-        yield list(paths)
+        yield LocalCopies(list(paths))
         return
     with tempfile.TemporaryDirectory(prefix="ntrace-remote-") as tmp:
         copies = {str(p): _download(str(p), Path(tmp) / str(i)) for i, p in enumerate(paths) if is_url(p)}  # URL → the file or directory standing for it
+        local = LocalCopies([copies.get(str(p), p) for p in paths], {str(copy): url.rstrip("/") for url, copy in copies.items()})
         try:
-            yield [copies.get(str(p), p) for p in paths]
+            yield local
         except NtraceError as exc:  # an error about a downloaded file names it by its URL, not its temporary copy
-            raise _renamed(exc, copies) from None
-
-
-def _renamed(exc: NtraceError, copies: dict[str, Path]) -> NtraceError:
-    """`exc` with its path under a copy in `copies` written as the URL it came from (`exc` itself when it names no copy)."""
-    for url, copy in copies.items():
-        if exc.path is not None and (exc.path == str(copy) or exc.path.startswith(f"{copy}/")):
-            return type(exc)(url.rstrip("/") + exc.path[len(str(copy)) :], exc.problem)
-    return exc
+            raise type(exc)(local.shown(exc.path), exc.problem) if exc.path is not None else exc from None
 
 
 def _filesystem(url: str) -> tuple[Any, str]:

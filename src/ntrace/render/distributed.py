@@ -11,6 +11,7 @@ from typing import Sequence
 
 import polars as pl
 
+from ntrace.analyses.ranks import rank_summary
 from ntrace.render.tables import ranks_frame
 from ntrace.render.views import esc, table
 from ntrace.summary import Summary
@@ -65,7 +66,7 @@ def distributed(summaries: Sequence[Summary]) -> str:
     ranked, notes = ranked_summaries(list(summaries))
     if len(ranked) < 2:
         return ""
-    result = rank_analysis(ranked, notes)
+    result = rank_analysis([(rank, rule, rank_summary(s)) for rank, rule, s in ranked], notes)
     per_rank = [(rank, *_per_step(s)) for rank, _, s in ranked]
     steps = [(n, f"step {n}") for n in sorted({n for _, durations, _ in per_rank for n in durations})[:MAX_STEPS]]
     maps = []

@@ -64,7 +64,7 @@ def summary_dict(summary: Summary, session: Session | None, view: OpView = OpVie
     busy = [c.removesuffix("_busy") for c in summary.steps.columns if c.endswith("_busy")]  # the lanes with a busy column, in column order
     outside_events, outside_ns = summary.outside_steps
     return {
-        "trace": str(summary.path),
+        "trace": summary.shown_path,
         "variant": summary.variant,
         "events": summary.events,
         "window_us": exact_us(summary.window_ns),

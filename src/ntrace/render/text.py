@@ -165,7 +165,7 @@ def _steps_text(summary: Summary) -> list[str]:
 
 def summary_text(summary: Summary, session: Session | None, view: OpView = OpView(), joined: DeviceJoin | None = None) -> str:
     """One trace's section: header, lanes, hardware tracks, dispatch gaps, steps, the op table in `view`, kernels, findings, its session's artifacts."""
-    title = one_line(f"== {summary.variant}: {summary.path}" if summary.variant else f"== {summary.path}")  # a newline in a name must not forge a line
+    title = one_line(f"== {summary.variant}: {summary.shown_path}" if summary.variant else f"== {summary.shown_path}")  # a newline in a name must not forge a line
     out = [title, f"{summary.events} complete events over a {fmt_time(summary.window_ns)} window", ""]
     out.append("Lanes")
     out.append(

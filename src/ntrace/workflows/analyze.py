@@ -18,7 +18,7 @@ from ntrace.errors import InputError, NtraceError, valid_path
 from ntrace.io import read_trace
 from ntrace.io.cache import is_cache, read_cache_summary
 from ntrace.io.discover import find_traces
-from ntrace.io.remote import is_url, local_copies
+from ntrace.io.remote import LocalCopies, is_url, local_copies
 from ntrace.io.kineto import in_worker
 from ntrace.io.progress import report
 from ntrace.neuron.artifacts import Session, artifact_warnings, find_sessions, session_dir
@@ -155,6 +155,15 @@ def counted(results: Iterable[T], n: int, stage: str = "analyzing traces") -> li
     return out
 
 
+def _named_by_url(remote: Analysis, copies: LocalCopies) -> Analysis:
+    """An analysis of downloaded copies with each trace and warning naming the URL it came from, not the copy (gone by the time it is read)."""
+    shown = {s.path: copies.shown(str(s.path)) for s in remote.summaries}
+    entries = tuple(
+        (replace(s, source=shown[s.path] if shown[s.path] != str(s.path) else None, warnings=tuple(map(copies.shown, s.warnings))), session) for s, session in remote
+    )
+    return replace(remote, entries=entries, warnings=tuple(map(copies.shown, remote.warnings)))
+
+
 def analyze(
     path: str | Path,
     *,
@@ -178,8 +187,9 @@ def analyze(
     analyzed there and removed.
     """
     if is_url(path):
-        with local_copies([str(path)]) as (local,):
-            return analyze(local, jobs=jobs, executor=executor, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline, part=part)
+        with local_copies([str(path)]) as copies:
+            remote = analyze(copies.paths[0], jobs=jobs, executor=executor, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline, part=part)
+        return _named_by_url(remote, copies)
     root = Path(path)
     shown = valid_path(root)  # the name outputs print; files are read by `root`
     notes: list[str] = []

@@ -2,7 +2,9 @@
 
 Each trace's file goes to the same relative path under the output directory with `.parquet`
 appended to its whole name (`x.json` and `x.json.gz` side by side stay apart), so `pl.scan_parquet("OUT/**/*.parquet")`, DuckDB or Spark can query a multi-rank set and
-`ntrace analyze OUT` reads the stored summaries without decoding anything.
+`ntrace analyze OUT` reads the stored summaries without decoding anything. With `by_rank` the
+output is a rank-partitioned dataset instead (ntrace.io.dataset): `rank=N/` directories, each
+trace's events in its rank's, with the summary `ntrace ranks` reads beside them.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from pathlib import Path
 
 import polars as pl
 
+from ntrace.analyses.ranks import rank_of, rank_summary
 from ntrace.errors import InputError, NtraceError, OutputError, valid_text
 from ntrace.io import read_trace
 from ntrace.io.cache import write_cache
-from ntrace.io.discover import find_traces
+from ntrace.io.dataset import partition, summary_path, write_rank_summary
+from ntrace.io.discover import SUMMARY_SUFFIX, find_traces
 from ntrace.io.kineto import in_worker
 from ntrace.profile import Profile
 from ntrace.workflows.analyze import chunk_size, counted
@@ -26,54 +30,74 @@ from ntrace.workflows.analyze import chunk_size, counted
 NAME_MAX = 255
 
 
-def parquet_name(trace: Path, root: Path) -> Path:
-    """Where a trace's events go, relative to the output directory: its path under `root` with `.parquet` appended, shortened to fit a file name."""
+def parquet_name(trace: Path, root: Path, limit: int = NAME_MAX) -> Path:
+    """Where a trace's events go, relative to the output directory: its path under `root` with `.parquet` appended, shortened to fit a file name (`limit` bytes)."""
     rel = trace.relative_to(root)
-    return rel.with_name(_fit(rel.name + ".parquet"))
+    return rel.with_name(_fit(rel.name + ".parquet", limit))
 
 
-def _fit(name: str) -> str:
-    """`name` itself when it fits in NAME_MAX bytes; else its start, `~`, 12 hex digits of its sha256 and `.parquet` (still one name per input)."""
+def _fit(name: str, limit: int) -> str:
+    """`name` itself when it fits in `limit` bytes; else its start, `~`, 12 hex digits of its sha256 and `.parquet` (still one name per input)."""
     raw = os.fsencode(name)
-    if len(raw) <= NAME_MAX:
+    if len(raw) <= limit:
         return name
     suffix = f"~{hashlib.sha256(raw).hexdigest()[:12]}.parquet"
-    cut = NAME_MAX - len(suffix)
+    cut = limit - len(suffix)
     while cut and raw[cut] & 0xC0 == 0x80:  # never inside a UTF-8 character
         cut -= 1
     return os.fsdecode(raw[:cut]) + suffix
 
 
-def _convert_one(trace: Path, out: Path, fast: bool) -> str | None:
-    """Convert one trace; an input's error as its one-line message, so one bad file never stops the rest (an output error, a full disk say, does)."""
+def _convert_one(trace: Path, out_dir: Path, rel: Path, fast: bool) -> tuple[Path, str | None]:
+    """Convert one trace to `out_dir / rel`: (that path, None), or (that path, the input's error as its one-line message), so one bad file never stops the rest (an output error, a full disk say, does)."""
+    out = out_dir / rel
     try:
         loaded = read_trace(trace, fast=fast)
         write_cache(loaded, out, Profile(loaded).summary())
     except OutputError:
         raise
     except NtraceError as exc:
-        return str(exc)
-    return None
+        return out, str(exc)
+    return out, None
 
 
-def convert(path: str | Path, out_dir: str | Path, *, jobs: int = 1, fast: bool = True) -> pl.DataFrame:
-    """Convert every JSON trace at or under `path` into `out_dir`; one row per trace: (trace, parquet, error or null)."""
+def _convert_rank(trace: Path, out_dir: Path, rel: Path, fast: bool) -> tuple[Path, str | None]:
+    """Convert one trace into the dataset `out_dir` as `rank=N/<rel>`, its rank summary beside it: (events file, None), or (`out_dir / rel`, the input's error)."""
+    try:
+        loaded = read_trace(trace, fast=fast)
+        summary = Profile(loaded).summary()
+        rank, rule = rank_of(loaded.meta, loaded.path)
+        if rank is None:
+            raise InputError(trace, "has no rank (no distributedInfo.rank, no rank number in the file name, no single worker_gid); not written")
+        events = write_cache(loaded, out_dir / partition(rank) / rel, summary)
+        write_rank_summary(summary_path(events), rank_summary(summary), rank=rank, rule=rule, events=events.name)
+    except OutputError:
+        raise
+    except NtraceError as exc:
+        return out_dir / rel, str(exc)
+    return events, None
+
+
+def convert(path: str | Path, out_dir: str | Path, *, jobs: int = 1, fast: bool = True, by_rank: bool = False) -> pl.DataFrame:
+    """Convert every JSON trace at or under `path` into `out_dir` (a rank-partitioned dataset with `by_rank`); one row per trace: (trace, parquet, error or null)."""
     root, out_dir = Path(path), Path(out_dir)
     traces = [t for t in find_traces(root) if not t.name.endswith(".parquet")]
     if not traces:
         raise InputError(root, "holds no JSON framework trace to convert")
     base = root if root.is_dir() else root.parent
-    outs = [out_dir / parquet_name(t, base) for t in traces]
-    fasts = [fast] * len(traces)
+    limit = NAME_MAX - len(f"_{SUMMARY_SUFFIX}") + len(".parquet") if by_rank else NAME_MAX  # room for the summary file's name
+    rels = [parquet_name(t, base, limit) for t in traces]
+    args = (traces, [out_dir] * len(traces), rels, [fast] * len(traces))
+    work = _convert_rank if by_rank else _convert_one
     if jobs > 1 and len(traces) > 1:
         from concurrent.futures import ProcessPoolExecutor  # imported only here: start-up of every other command
         from multiprocessing import get_context
 
         with ProcessPoolExecutor(max_workers=min(jobs, len(traces)), mp_context=get_context("spawn"), initializer=in_worker) as pool:  # fork can deadlock Polars' threads
-            errors = counted(pool.map(_convert_one, traces, outs, fasts, chunksize=chunk_size(len(traces), min(jobs, len(traces)))), len(traces), "converting traces")
+            results = counted(pool.map(work, *args, chunksize=chunk_size(len(traces), min(jobs, len(traces)))), len(traces), "converting traces")
     else:
-        errors = counted(map(_convert_one, traces, outs, fasts), len(traces), "converting traces")
+        results = counted(map(work, *args), len(traces), "converting traces")
     return pl.DataFrame(
-        {"trace": [valid_text(str(t)) for t in traces], "parquet": [valid_text(str(o)) for o in outs], "error": errors},
+        {"trace": [valid_text(str(t)) for t in traces], "parquet": [valid_text(str(o)) for o, _ in results], "error": [e for _, e in results]},
         schema={"trace": pl.String, "parquet": pl.String, "error": pl.String},
     )

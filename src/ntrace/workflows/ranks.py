@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 import polars as pl
 
 from ntrace.analyses import ranks as rk
-from ntrace.analyses.stats import nearest_rank
 from ntrace.errors import InputError, NtraceError
+from ntrace.io.dataset import dataset_parts, events_problem, is_dataset, read_rank_summary
 from ntrace.io.discover import find_traces
 from ntrace.io.remote import local_copies
-from ntrace.summary import Summary
+from ntrace.summary import RankSummary, Summary
 from ntrace.units import plural
 from ntrace.workflows.analyze import summarize_all
 
@@ -46,25 +46,15 @@ class RankAnalysis:
         return [c for c in self.table.columns if c not in ("rank", "trace", "rule")]
 
 
-def _row(summary: Summary, rank: int, rule: str) -> dict[str, Any]:
-    """One rank's figures from its Summary (ns; busy per lane as busy_<lane>)."""
-    idle = summary.gaps.filter(pl.col("kind") == "hardware_idle")["total"]
-    comm = int(summary.communication["comm"].sum())
-    exposed = int(summary.communication["exposed"].sum())
-    durations = summary.steps["dur"]
-    return {
-        "rank": rank, "trace": str(summary.path), "rule": rule, "steps": summary.steps.height,
-        "step_p50": nearest_rank(durations, 50), "step_p90": nearest_rank(durations, 90),
-        **{f"busy_{lane}": busy for lane, busy in summary.lanes.select("lane", "busy").iter_rows()},
-        "idle": int(idle[0]) if idle.len() else 0, "comm": comm, "exposed_comm": exposed,
-        "overlap_pct": 100 * (comm - exposed) / comm if comm else 0.0,
-        "launch_latency_p50": nearest_rank(summary.launch_latencies, 50),
-    }  # fmt: skip
+def _row(summary: RankSummary, rank: int, rule: str) -> dict[str, Any]:
+    """One rank's row of the table: its rank, trace and rule, then its figures (ns) and overlap."""
+    comm, exposed = summary.figures["comm"], summary.figures["exposed_comm"]
+    return {"rank": rank, "trace": str(summary.path), "rule": rule, **summary.figures, "overlap_pct": 100 * (comm - exposed) / comm if comm else 0.0}
 
 
-def _ranked(summaries: list[Summary], warnings: list[str]) -> list[tuple[int, str, Summary]]:
+def _ranked(summaries: list[RankSummary], warnings: list[str]) -> list[tuple[int, str, RankSummary]]:
     """The summaries with a rank, one per rank (the first found), sorted by rank; the rest become warnings, as do ranks missing from 0..N-1."""
-    kept: dict[int, tuple[int, str, Summary]] = {}
+    kept: dict[int, tuple[int, str, RankSummary]] = {}
     worlds = set()
     for summary in summaries:
         rank, rule = rk.rank_of(summary.meta, summary.path)
@@ -85,39 +75,75 @@ def _ranked(summaries: list[Summary], warnings: list[str]) -> list[tuple[int, st
 
 def ranks(paths: Sequence[str | Path], jobs: int = 1, executor: Executor | None = None) -> RankAnalysis:
     """Analyze every trace at or under `paths` (local paths or fsspec URLs) as one rank each (in `jobs` worker processes, or on `executor`), then compare and align the ranks."""
-    with local_copies(paths) as local:
-        return _ranks(local, jobs, executor)
+    with local_copies(paths) as copies:
+        result = _ranks(copies.paths, jobs, executor)
+    if not copies.urls:
+        return result
+    table = result.table.with_columns(trace=pl.Series([copies.shown(t) for t in result.table["trace"]], dtype=pl.String))
+    return replace(result, table=table, warnings=tuple(map(copies.shown, result.warnings)))
+
+
+def _from_dataset(root: Path, notes: list[str]) -> list[RankSummary | Path]:
+    """A dataset's traces: each rank's stored summary, or its events file where the summary is missing, damaged or from other analysis code (the first two noted)."""
+    found: list[RankSummary | Path] = []
+    for part in dataset_parts(root):
+        fallback = f"summarized again from {part.events}" if part.events else "left out"
+        stored = None
+        try:
+            stored = read_rank_summary(part.summary) if part.summary is not None else None
+        except NtraceError as exc:
+            notes.append(f"{exc}; rank {part.rank} {fallback}")
+        else:
+            if part.summary is None:
+                notes.append(f"{part.events}: no rank summary beside it; summarized from its events")
+            elif stored is None and part.events is None:
+                notes.append(f"{part.summary}: written by other ntrace analysis code, and no events file beside it; rank {part.rank} left out")
+        if stored is not None:
+            if part.events is not None and (problem := events_problem(part.events)):
+                notes.append(f"{part.events}: damaged events file ({problem}); rank {part.rank} analyzed from its summary")
+            found.append(stored)
+        elif part.events is not None:
+            found.append(part.events)
+    return found
 
 
 def _ranks(paths: Sequence[str | Path], jobs: int, executor: Executor | None) -> RankAnalysis:
-    """ranks() over local paths."""
+    """ranks() over local paths: a dataset's stored rank summaries are read, every other trace (and a dataset rank without a usable summary) summarized."""
     notes: list[str] = []
-    traces = list(dict.fromkeys(t for p in paths for t in find_traces(Path(p), notes)))
-    if not traces:
+    groups = [_from_dataset(Path(p), notes) if is_dataset(p) else list[RankSummary | Path](find_traces(Path(p), notes)) for p in paths]
+    traces = list(dict.fromkeys(t for g in groups for t in g if isinstance(t, Path)))
+    if not any(groups):
         raise InputError(paths[0] if paths else None, "holds no framework trace (*.json, *.json.gz with traceEvents)")
     warnings = list(notes)
-    summaries = []
-    for result in summarize_all(traces, jobs=jobs, executor=executor):
+    done: dict[Path, RankSummary] = {}
+    for trace, result in zip(traces, summarize_all(traces, jobs=jobs, executor=executor)):
         if isinstance(result, NtraceError):
             warnings.append(f"skipped {result}")
         else:
-            summaries.append(result)
+            done[trace] = rk.rank_summary(result)
+    summaries = []
+    for path, group in zip(paths, groups):
+        got = [t if isinstance(t, RankSummary) else done[t] for t in group if not isinstance(t, Path) or t in done]
+        summaries += sorted(got, key=lambda s: str(s.path)) if is_dataset(path) else got  # a dataset's in the order of their traces' paths
+    summaries = list({id(s): s for s in summaries}.values())
     warnings += [w for s in summaries for w in s.warnings]
     ranked = _ranked(summaries, warnings)
     if not ranked:
         first = warnings[0].removeprefix("skipped ") if warnings else "no trace has a rank"
-        raise InputError(paths[0], f"none of its {plural(len(traces), 'trace')} could be analyzed as a rank ({first})")
+        raise InputError(paths[0], f"none of its {plural(len(traces) + sum(isinstance(t, RankSummary) for g in groups for t in g), 'trace')} could be analyzed as a rank ({first})")
     return rank_analysis(ranked, warnings)
 
 
 def ranked_summaries(summaries: list[Summary]) -> tuple[list[tuple[int, str, Summary]], list[str]]:
     """The summaries that have a rank, one per rank, sorted by rank (rank, rule, summary), and the warnings about the others."""
     warnings: list[str] = []
-    return _ranked(summaries, warnings), warnings
+    pairs = [(rk.rank_summary(summary), summary) for summary in summaries]
+    full = {id(r): summary for r, summary in pairs}
+    return [(n, rule, full[id(r)]) for n, rule, r in _ranked([r for r, _ in pairs], warnings)], warnings
 
 
-def rank_analysis(ranked: list[tuple[int, str, Summary]], warnings: list[str]) -> RankAnalysis:
-    """The ranks compared and aligned: from (rank, rule, summary) sorted by rank, at least one; `warnings` so far come first in the result's."""
+def rank_analysis(ranked: Sequence[tuple[int, str, RankSummary]], warnings: list[str]) -> RankAnalysis:
+    """The ranks compared and aligned: from (rank, rule, rank summary) sorted by rank, at least one; `warnings` so far come first in the result's."""
     warnings = list(warnings)
     rows = [_row(s, r, rule) for r, rule, s in ranked]
     lanes = tuple(dict.fromkeys(k.removeprefix("busy_") for row in rows for k in row if k.startswith("busy_")))
