@@ -501,14 +501,17 @@ def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: int) -> 
     short_help="Convert JSON traces to Parquet that analyze reads fast.",
     epilog=_examples("ntrace convert traces/ -o parquet/ -j 4   then: ntrace analyze parquet/"),
 )
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", type=click.Path(path_type=str))
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path, file_okay=False), required=True, help="Directory for the .parquet files (one per trace, same relative paths).")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Convert this many traces in parallel.")
 @click.option("--plain", is_flag=True, help="Use the plain orjson decoder instead of the fast path.")
 @click.option("--by-rank", is_flag=True, help="Write a rank-partitioned dataset (rank=N/ directories, each rank's summary beside its events) for `ntrace ranks`.")
 @_fail_cleanly
-def convert(path: Path, out: Path, jobs: int, plain: bool, by_rank: bool) -> None:
-    """Decode and lane-classify every JSON trace under PATH once, as Parquet that `ntrace analyze`, `ntrace ranks`, Polars, DuckDB or Spark read directly."""
+def convert(path: str, out: Path, jobs: int, plain: bool, by_rank: bool) -> None:
+    """Decode and lane-classify every JSON trace under PATH once, as Parquet that `ntrace analyze`, `ntrace ranks`, Polars, DuckDB or Spark read directly.
+
+    PATH may be an fsspec URL (s3://bucket/prefix), downloaded first; the Parquet files name the URL.
+    """
     from ntrace.errors import InputError
     from ntrace.workflows.convert import convert as run
 

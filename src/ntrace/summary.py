@@ -149,11 +149,17 @@ class RankSummary:
     figures: Mapping[str, int]  # steps, step_p50, step_p90, busy_<lane>…, idle, comm, exposed_comm, launch_latency_p50
     steps: pl.DataFrame  # Summary.steps
     collectives: pl.DataFrame  # Summary.collectives: idx, name, device, ts, end, sequence
+    source: str | None = None  # the URL the trace was downloaded from (path is then its temporary copy)
+
+    @property
+    def shown_path(self) -> str:
+        """What outputs name the trace by: its URL when it was downloaded, else its path."""
+        return self.source or str(self.path)
 
     def to_bytes(self, **provenance: Any) -> bytes:
         """The rank summary as JSON (integers exact, each frame as its columns and their types), tagged with analysis_digest() and `provenance`."""
         doc = {
-            "schema": RANK_SUMMARY_SCHEMA, "code": analysis_digest(), **provenance, "source": str(self.path), "meta": self.meta,
+            "schema": RANK_SUMMARY_SCHEMA, "code": analysis_digest(), **provenance, "source": str(self.path), "url": self.source, "meta": self.meta,
             "warnings": list(self.warnings), "figures": dict(self.figures), "steps": _columns(self.steps), "collectives": _columns(self.collectives),
         }  # fmt: skip
         return orjson.dumps(doc, default=str)
@@ -167,7 +173,7 @@ class RankSummary:
                 raise ValueError(f"not an {RANK_SUMMARY_SCHEMA} file")
             if doc.get("code") != analysis_digest():
                 return None
-            return cls(Path(doc["source"]), doc["meta"], tuple(doc["warnings"]), doc["figures"], _frame(doc["steps"]), _frame(doc["collectives"]))
+            return cls(Path(doc["source"]), doc["meta"], tuple(doc["warnings"]), doc["figures"], _frame(doc["steps"]), _frame(doc["collectives"]), doc.get("url"))
         except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError) as exc:
             raise ValueError(f"damaged ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no detail'})") from None
 

@@ -128,7 +128,7 @@ def test_ranks_reads_an_s3_dataset(bucket: str, endpoint: str, tmp_path: Path) -
     assert remote.exit_code == 0 and remote.stdout == local.stdout
     doc = json.loads(remote.stdout)
     assert [r["trace"] for r in doc["ranks"]] == [str(tmp_path / "run" / f"rank-{r}.trace.json") for r in range(2)]  # the traces the dataset was made from
-    assert doc["collectives"][0]["skew_us_max"] == 1.0 and doc["stragglers"][0]["rank"] == 1
+    assert doc["collectives"][0]["skew_max_us"] == 1.0 and doc["stragglers"][0]["rank"] == 1
 
 
 def test_is_url() -> None:
@@ -144,3 +144,22 @@ def test_errors_about_downloaded_files_name_their_urls(bucket: str, endpoint: st
     assert res.exit_code == 2 and res.stderr.startswith(f"error: s3://{bucket}/bad/rank-0.trace.json: ") and res.stderr.count("\n") == 1
     res = CliRunner().invoke(main, ["ranks", f"s3://{bucket}/bad/"])
     assert res.exit_code == 2 and res.stderr.startswith(f"error: s3://{bucket}/bad: ") and res.stderr.count("\n") == 1
+
+
+def test_convert_reads_s3_and_its_parquet_and_dataset_name_the_urls(bucket: str, endpoint: str, tmp_path: Path) -> None:
+    res = CliRunner().invoke(main, ["convert", f"s3://{bucket}/run", "-o", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    assert res.stdout == f"wrote {tmp_path / 'out' / (SRC.name + '.parquet')}\n" and "ntrace-remote-" not in res.output
+    doc = _analyze(str(tmp_path / "out"))
+    assert doc["profiles"][0]["trace"] == f"s3://{bucket}/run/{SRC.name}"
+    assert _without_paths(doc) == _without_paths(_analyze(str(SRC)))
+    (tmp_path / "run").mkdir()
+    for rank in range(2):
+        events = [x("ProfilerStep#1", "user_annotation", 0, 100), x("ncclDevKernel_AllReduce", "kernel", 10 + rank, 20 - rank, pid=0, tid=7, stream=7, device=0)]
+        write_trace(tmp_path / "run" / f"rank-{rank}.trace.json", events, distributedInfo={"rank": rank, "world_size": 2})
+        boto3.client("s3", endpoint_url=endpoint).upload_file(str(tmp_path / "run" / f"rank-{rank}.trace.json"), bucket, f"ranks/rank-{rank}.trace.json")
+    assert CliRunner().invoke(main, ["convert", f"s3://{bucket}/ranks", "-o", str(tmp_path / "dataset"), "--by-rank"]).exit_code == 0
+    ranks = json.loads(CliRunner().invoke(main, ["ranks", str(tmp_path / "dataset"), "--format", "json", "-q"]).stdout)
+    assert [r["trace"] for r in ranks["ranks"]] == [f"s3://{bucket}/ranks/rank-{r}.trace.json" for r in range(2)]
+    bad = CliRunner().invoke(main, ["convert", f"s3://{bucket}/nothing", "-o", str(tmp_path / "none")])
+    assert bad.exit_code == 2 and bad.stderr.startswith(f"error: s3://{bucket}/nothing: ")

@@ -79,7 +79,7 @@ def rank_summary(summary: Summary) -> RankSummary:
         "idle": int(idle[0]) if idle.len() else 0, "comm": int(summary.communication["comm"].sum()), "exposed_comm": int(summary.communication["exposed"].sum()),
         "launch_latency_p50": nearest_rank(summary.launch_latencies, 50),
     }  # fmt: skip
-    return RankSummary(summary.path, summary.meta, summary.warnings, figures, summary.steps, summary.collectives)
+    return RankSummary(summary.path, summary.meta, summary.warnings, figures, summary.steps, summary.collectives, summary.source)
 
 
 def rank_of(meta: Mapping[str, Any], path: Path) -> tuple[int | None, str]:

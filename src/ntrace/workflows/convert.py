@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 import polars as pl
 
@@ -22,6 +24,7 @@ from ntrace.io.cache import write_cache
 from ntrace.io.dataset import partition, summary_path, write_rank_summary
 from ntrace.io.discover import SUMMARY_SUFFIX, find_traces
 from ntrace.io.kineto import in_worker
+from ntrace.io.remote import is_url, local_copies
 from ntrace.profile import Profile
 from ntrace.workflows.analyze import chunk_size, counted
 
@@ -48,12 +51,12 @@ def _fit(name: str, limit: int) -> str:
     return os.fsdecode(raw[:cut]) + suffix
 
 
-def _convert_one(trace: Path, out_dir: Path, rel: Path, fast: bool) -> tuple[Path, str | None]:
-    """Convert one trace to `out_dir / rel`: (that path, None), or (that path, the input's error as its one-line message), so one bad file never stops the rest (an output error, a full disk say, does)."""
+def _convert_one(trace: Path, out_dir: Path, rel: Path, fast: bool, url: str | None = None) -> tuple[Path, str | None]:
+    """Convert one trace (downloaded from `url`, when given) to `out_dir / rel`: (that path, None), or (that path, the input's error as its one-line message), so one bad file never stops the rest (an output error, a full disk say, does)."""
     out = out_dir / rel
     try:
         loaded = read_trace(trace, fast=fast)
-        write_cache(loaded, out, Profile(loaded).summary())
+        write_cache(loaded, out, replace(Profile(loaded).summary(), source=url))
     except OutputError:
         raise
     except NtraceError as exc:
@@ -61,11 +64,11 @@ def _convert_one(trace: Path, out_dir: Path, rel: Path, fast: bool) -> tuple[Pat
     return out, None
 
 
-def _convert_rank(trace: Path, out_dir: Path, rel: Path, fast: bool) -> tuple[Path, str | None]:
-    """Convert one trace into the dataset `out_dir` as `rank=N/<rel>`, its rank summary beside it: (events file, None), or (`out_dir / rel`, the input's error)."""
+def _convert_rank(trace: Path, out_dir: Path, rel: Path, fast: bool, url: str | None = None) -> tuple[Path, str | None]:
+    """Convert one trace (downloaded from `url`, when given) into the dataset `out_dir` as `rank=N/<rel>`, its rank summary beside it: (events file, None), or (`out_dir / rel`, the input's error)."""
     try:
         loaded = read_trace(trace, fast=fast)
-        summary = Profile(loaded).summary()
+        summary = replace(Profile(loaded).summary(), source=url)
         rank, rule = rank_of(loaded.meta, loaded.path)
         if rank is None:
             raise InputError(trace, "has no rank (no distributedInfo.rank, no rank number in the file name, no single worker_gid); not written")
@@ -79,15 +82,28 @@ def _convert_rank(trace: Path, out_dir: Path, rel: Path, fast: bool) -> tuple[Pa
 
 
 def convert(path: str | Path, out_dir: str | Path, *, jobs: int = 1, fast: bool = True, by_rank: bool = False) -> pl.DataFrame:
-    """Convert every JSON trace at or under `path` into `out_dir` (a rank-partitioned dataset with `by_rank`); one row per trace: (trace, parquet, error or null)."""
-    root, out_dir = Path(path), Path(out_dir)
+    """Convert every JSON trace at or under `path` (a local path or an fsspec URL) into `out_dir` (a rank-partitioned dataset with `by_rank`); one row per trace: (trace, parquet, error or null).
+
+    A URL is downloaded first; its traces keep their URL (the stored summaries name it), and the
+    rows and errors name it, not the temporary copy.
+    """
+    if is_url(path):
+        with local_copies([str(path)]) as copies:
+            done = _convert(Path(copies.paths[0]), Path(out_dir), jobs, fast, by_rank, copies.shown)
+        return done.with_columns(pl.Series(c, [copies.shown(v) if v is not None else None for v in done[c]], dtype=pl.String) for c in ("trace", "error"))
+    return _convert(Path(path), Path(out_dir), jobs, fast, by_rank, None)
+
+
+def _convert(root: Path, out_dir: Path, jobs: int, fast: bool, by_rank: bool, shown: Callable[[str], str] | None) -> pl.DataFrame:
+    """convert() over a local path; `shown` gives a downloaded trace's URL."""
     traces = [t for t in find_traces(root) if not t.name.endswith(".parquet")]
     if not traces:
         raise InputError(root, "holds no JSON framework trace to convert")
     base = root if root.is_dir() else root.parent
     limit = NAME_MAX - len(f"_{SUMMARY_SUFFIX}") + len(".parquet") if by_rank else NAME_MAX  # room for the summary file's name
     rels = [parquet_name(t, base, limit) for t in traces]
-    args = (traces, [out_dir] * len(traces), rels, [fast] * len(traces))
+    urls = [shown(str(t)) if shown else None for t in traces]
+    args = (traces, [out_dir] * len(traces), rels, [fast] * len(traces), urls)
     work = _convert_rank if by_rank else _convert_one
     if jobs > 1 and len(traces) > 1:
         from concurrent.futures import ProcessPoolExecutor  # imported only here: start-up of every other command

@@ -49,7 +49,7 @@ class RankAnalysis:
 def _row(summary: RankSummary, rank: int, rule: str) -> dict[str, Any]:
     """One rank's row of the table: its rank, trace and rule, then its figures (ns) and overlap."""
     comm, exposed = summary.figures["comm"], summary.figures["exposed_comm"]
-    return {"rank": rank, "trace": str(summary.path), "rule": rule, **summary.figures, "overlap_pct": 100 * (comm - exposed) / comm if comm else 0.0}
+    return {"rank": rank, "trace": summary.shown_path, "rule": rule, **summary.figures, "overlap_pct": 100 * (comm - exposed) / comm if comm else 0.0}
 
 
 def _ranked(summaries: list[RankSummary], warnings: list[str]) -> list[tuple[int, str, RankSummary]]:
