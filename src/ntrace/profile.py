@@ -13,6 +13,7 @@ from functools import cached_property
 import polars as pl
 
 from ntrace.analyses import findings as findmod
+from ntrace.analyses import memory as memmod
 from ntrace.analyses import ops as opmod
 from ntrace.analyses import stats
 from ntrace.analyses.links import ACTIVITY, CALL, launch_links
@@ -287,6 +288,21 @@ class Profile:
             out.append(f"{self.trace.path}: {overlaps} profiler steps start before the previous one ends; an event counts in the last step started")
         return tuple(out)
 
+    @cached_property
+    def memory_series(self) -> pl.DataFrame:
+        """Every allocator record (`[memory]` instant) in time order: device_type, device_id, ts, bytes, allocated, reserved (see ntrace.analyses.memory)."""
+        return memmod.records(self.events)
+
+    @cached_property
+    def memory_devices(self) -> pl.DataFrame:
+        """Per device with allocator records: counts, bytes allocated and freed, peak allocated (and when), peak reserved."""
+        return memmod.devices(self.memory_series)
+
+    @cached_property
+    def memory_ops(self) -> pl.DataFrame:
+        """torch's CPU Mem, Self CPU Mem, device Mem, Self device Mem per (name, user annotation), with the "[memory]" row of records in no op."""
+        return memmod.op_memory(self.nesting, self.memory_series)
+
     def op_table(self, view: OpView = OpView()) -> pl.DataFrame:
         """The per-op table of torch's key_averages() (ns) in a view: sorted by a torch key, cut to its top rows, grouped by shape."""
         return opmod.op_table(self.op_groups, self.self_cpu_ns, self.device_ns, view)
@@ -319,7 +335,12 @@ class Profile:
             op_groups=self.op_groups, kernels=self.kernels, findings=self.findings, neff_executions=self.neff_executions,
             collectives=self.collectives, communication=self.communication,
             idle_gaps=self.hardware_idle["gap"], launch_latencies=self.launch_delays["latency"], queue_delays=self.launch_delays["queue"],
+            memory_series=self._memory(self.memory_series), memory_devices=self._memory(self.memory_devices), memory_ops=self._memory(self.memory_ops),
         )  # fmt: skip
+
+    def _memory(self, frame: pl.DataFrame) -> pl.DataFrame | None:
+        """A memory frame for the Summary, None when the trace holds no allocator records (so outputs tell "not profiled" from "nothing allocated")."""
+        return None if self.memory_series.is_empty() else frame
 
     def timeline(self) -> Timeline:
         """What the HTML timeline draws: every complete event on its track with the args its hover shows, and the hardware idle gaps."""

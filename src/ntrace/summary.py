@@ -80,6 +80,10 @@ class Summary:
     launch_latencies: pl.Series  # every launch latency (ns), likewise
     queue_delays: pl.Series  # every queue delay (ns), likewise
     timeline: Timeline | None = field(default=None, compare=False)  # computed only when a report asks for it
+    # allocator records (profile_memory=True), None when the trace holds none: see ntrace.analyses.memory
+    memory_series: pl.DataFrame | None = None  # every record in time order: device_type, device_id, ts, bytes, allocated, reserved
+    memory_devices: pl.DataFrame | None = None  # per device: records, allocs, frees, allocated/freed bytes, peak_allocated, peak_ts, peak_reserved
+    memory_ops: pl.DataFrame | None = None  # per (name, user_annotation): calls, cpu_mem, self_cpu_mem, device_mem, self_device_mem (bytes)
 
     @property
     def window_ns(self) -> int:
