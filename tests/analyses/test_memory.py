@@ -8,9 +8,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from click.testing import CliRunner
 
 from helpers import write_trace, x
 from ntrace import load
+from ntrace.cli import main
+from ntrace.summary import Summary
 from ntrace.io.kineto import read_kineto
 from ntrace.trace import MEMORY_COLUMNS
 from oracle import memory as oracle
@@ -104,3 +107,21 @@ def test_every_decoder_keeps_the_memory_args_exactly(tmp_path: Path) -> None:
 def test_no_memory_events_give_none(tmp_path: Path) -> None:
     path = write_trace(tmp_path / "t.json", SYNTHETIC[:4])
     assert load(path).summary().memory_ops is None
+
+
+def test_analyze_json_and_stored_summaries_carry_the_memory_figures(tmp_path: Path) -> None:
+    path = write_trace(tmp_path / "t.json", SYNTHETIC)
+    summary = load(path).summary()
+    stored = Summary.from_bytes(summary.to_bytes())  # what the Parquet cache and --jobs workers hand back
+    assert stored is not None and summary.memory_ops is not None and summary.memory_series is not None
+    assert stored.memory_ops is not None and stored.memory_ops.equals(summary.memory_ops) and stored.memory_series is not None and stored.memory_series.equals(summary.memory_series)
+    empty = load(write_trace(tmp_path / "e.json", SYNTHETIC[:4])).summary()
+    assert (restored := Summary.from_bytes(empty.to_bytes())) is not None and restored.memory_ops is None
+    doc = json.loads(CliRunner().invoke(main, ["analyze", str(path), "--format", "json"]).stdout)
+    mem = doc["profiles"][0]["memory"]
+    assert [d["device"] for d in mem["devices"]] == ["CPU", "CUDA:0"]
+    cpu = mem["devices"][0]
+    assert (cpu["records"], cpu["allocs"], cpu["frees"], cpu["allocated_bytes"], cpu["freed_bytes"], cpu["peak_allocated_bytes"], cpu["peak_us"]) == (4, 2, 2, 4608, 1536, 4096, 2.0)
+    assert {(o["name"], o["self_cpu_mem_bytes"]) for o in mem["ops"]} == {(k[0], v["self_cpu_mem"]) for k, v in oracle.op_memory(path).items()}
+    plain = json.loads(CliRunner().invoke(main, ["analyze", str(write_trace(tmp_path / "n.json", SYNTHETIC[:4])), "--format", "json"]).stdout)
+    assert plain["profiles"][0]["memory"] is None

@@ -19,6 +19,9 @@ MEMORY_NAME = "[memory]"
 CPU_TYPES = (0, 2, 5)
 DEVICE_TYPES = (1, 6, 12, 20)
 
+#: c10::DeviceType values → the names torch gives them (others are shown by number).
+DEVICE_NAMES = {0: "CPU", 1: "CUDA", 2: "MKLDNN", 5: "IDEEP", 6: "HIP", 12: "XPU", 13: "MPS", 19: "MTIA", 20: "PrivateUse1"}
+
 #: An allocator record: a `[memory]` instant with a start and a size.
 RECORD = (pl.col("name") == MEMORY_NAME) & pl.col("ph").is_in(["i", "I"]) & pl.col("ts").is_not_null() & pl.col("mem_bytes").is_not_null()
 
@@ -29,8 +32,15 @@ DEVICE_SCHEMA = pl.Schema(
         "allocated_bytes": pl.Int64(), "freed_bytes": pl.Int64(), "peak_allocated": pl.Int64(), "peak_ts": pl.Int64(), "peak_reserved": pl.Int64(),
     }
 )  # fmt: skip
-_MEM = ["cpu_mem", "self_cpu_mem", "device_mem", "self_device_mem"]
-OPS_SCHEMA = pl.Schema({"name": pl.String(), "user_annotation": pl.Boolean(), "calls": pl.Int64(), **{c: pl.Int64() for c in _MEM}})
+#: The per-op memory columns (bytes), as torch names them: CPU Mem, Self CPU Mem, device Mem, Self device Mem.
+OP_COLUMNS = ("cpu_mem", "self_cpu_mem", "device_mem", "self_device_mem")
+OPS_SCHEMA = pl.Schema({"name": pl.String(), "user_annotation": pl.Boolean(), "calls": pl.Int64(), **{c: pl.Int64() for c in OP_COLUMNS}})
+
+
+def device_label(device_type: int, device_id: int) -> str:
+    """A device as people name it: `CPU`, `CUDA:0`, `PrivateUse1:1` (a negative id, as the CPU's -1, is left out)."""
+    name = DEVICE_NAMES.get(device_type, f"device type {device_type}")
+    return name if device_id < 0 else f"{name}:{device_id}"
 
 
 def records(events: pl.DataFrame) -> pl.DataFrame:
@@ -80,7 +90,7 @@ def op_memory(nest: pl.DataFrame, series: pl.DataFrame) -> pl.DataFrame:
     grouped = (
         rows.filter(~folded)
         .group_by(name="key", user_annotation="user_annotation")
-        .agg(calls=pl.len(), **{c: pl.col(c).sum() for c in _MEM})
+        .agg(calls=pl.len(), **{c: pl.col(c).sum() for c in OP_COLUMNS})
         .cast(OPS_SCHEMA)
     )
     outside = _outside(series.height, lo, hi)
