@@ -288,6 +288,11 @@ class Profile:
             out.append(f"{self.trace.path}: {overlaps} profiler steps start before the previous one ends; an event counts in the last step started")
         return tuple(out)
 
+    @property
+    def has_memory(self) -> bool:
+        """Whether the trace holds allocator records (profiled with profile_memory=True)."""
+        return not self.memory_series.is_empty()
+
     @cached_property
     def memory_series(self) -> pl.DataFrame:
         """Every allocator record (`[memory]` instant) in time order: device_type, device_id, ts, bytes, allocated, reserved (see ntrace.analyses.memory)."""
@@ -335,12 +340,10 @@ class Profile:
             op_groups=self.op_groups, kernels=self.kernels, findings=self.findings, neff_executions=self.neff_executions,
             collectives=self.collectives, communication=self.communication,
             idle_gaps=self.hardware_idle["gap"], launch_latencies=self.launch_delays["latency"], queue_delays=self.launch_delays["queue"],
-            memory_series=self._memory(self.memory_series), memory_devices=self._memory(self.memory_devices), memory_ops=self._memory(self.memory_ops),
+            memory_series=self.memory_series if self.has_memory else None,  # none without records: "not profiled" is not "nothing allocated"
+            memory_devices=self.memory_devices if self.has_memory else None,
+            memory_ops=self.memory_ops if self.has_memory else None,
         )  # fmt: skip
-
-    def _memory(self, frame: pl.DataFrame) -> pl.DataFrame | None:
-        """A memory frame for the Summary, None when the trace holds no allocator records (so outputs tell "not profiled" from "nothing allocated")."""
-        return None if self.memory_series.is_empty() else frame
 
     def timeline(self) -> Timeline:
         """What the HTML timeline draws: every complete event on its track with the args its hover shows, and the hardware idle gaps."""
