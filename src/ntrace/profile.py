@@ -13,6 +13,7 @@ from functools import cached_property
 import polars as pl
 
 from ntrace.analyses import findings as findmod
+from ntrace.analyses import memory as memmod
 from ntrace.analyses import ops as opmod
 from ntrace.analyses import stats
 from ntrace.analyses.links import ACTIVITY, CALL, launch_links
@@ -292,6 +293,26 @@ class Profile:
             out.append(f"{self.trace.path}: {overlaps} profiler steps start before the previous one ends; an event counts in the last step started")
         return tuple(out)
 
+    @property
+    def has_memory(self) -> bool:
+        """Whether the trace holds allocator records (profiled with profile_memory=True)."""
+        return not self.memory_series.is_empty()
+
+    @cached_property
+    def memory_series(self) -> pl.DataFrame:
+        """Every allocator record (`[memory]` instant) in time order: device_type, device_id, ts, bytes, allocated, reserved (see ntrace.analyses.memory)."""
+        return memmod.records(self.events)
+
+    @cached_property
+    def memory_devices(self) -> pl.DataFrame:
+        """Per device with allocator records: counts, bytes allocated and freed, peak allocated (and when), peak reserved."""
+        return memmod.devices(self.memory_series)
+
+    @cached_property
+    def memory_ops(self) -> pl.DataFrame:
+        """torch's CPU Mem, Self CPU Mem, device Mem, Self device Mem per (name, user annotation), with the "[memory]" row of records in no op."""
+        return memmod.op_memory(self.nesting, self.memory_series)
+
     def op_table(self, view: OpView = OpView()) -> pl.DataFrame:
         """The per-op table of torch's key_averages() (ns) in a view: sorted by a torch key, cut to its top rows, grouped by shape."""
         return opmod.op_table(self.op_groups, self.self_cpu_ns, self.device_ns, view)
@@ -324,6 +345,9 @@ class Profile:
             op_groups=self.op_groups, kernels=self.kernels, findings=self.findings, neff_executions=self.neff_executions,
             collectives=self.collectives, communication=self.communication,
             idle_gaps=self.hardware_idle["gap"], launch_latencies=self.launch_delays["latency"], queue_delays=self.launch_delays["queue"],
+            memory_series=self.memory_series if self.has_memory else None,  # none without records: "not profiled" is not "nothing allocated"
+            memory_devices=self.memory_devices if self.has_memory else None,
+            memory_ops=self.memory_ops if self.has_memory else None,
         )  # fmt: skip
 
     def timeline(self) -> Timeline:

@@ -86,6 +86,10 @@ class Summary:
     def shown_path(self) -> str:
         """What outputs name the trace by: its URL when it was downloaded, else its path."""
         return self.source or str(self.path)
+    # allocator records (profile_memory=True), None when the trace holds none: see ntrace.analyses.memory
+    memory_series: pl.DataFrame | None = None  # every record in time order: device_type, device_id, ts, bytes, allocated, reserved
+    memory_devices: pl.DataFrame | None = None  # per device: records, allocs, frees, allocated/freed bytes, peak_allocated, peak_ts, peak_reserved
+    memory_ops: pl.DataFrame | None = None  # per (name, user_annotation): calls, cpu_mem, self_cpu_mem, device_mem, self_device_mem (bytes)
 
     @property
     def window_ns(self) -> int:

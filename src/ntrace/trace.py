@@ -48,8 +48,18 @@ EVENT_SCHEMA = pl.Schema(
         "bytes": pl.Int64(),  # args["bytes"]: the size of a copy or fill
         "input_dims": pl.String(),  # args["Input Dims"] as compact JSON text, for grouping by shape
         "model": pl.String(),  # args["model_name"] of a Neuron execution (nc_exec_running): the NEFF it ran
+        # the args of a `[memory]` instant (profile_memory=True): one allocation (Bytes > 0) or free (< 0)
+        "mem_bytes": pl.Int64(),  # args["Bytes"]
+        "mem_allocated": pl.Int64(),  # args["Total Allocated"]: the device's allocated bytes after it
+        "mem_reserved": pl.Int64(),  # args["Total Reserved"]
+        "mem_addr": pl.Int64(),  # args["Addr"]
+        "mem_device_type": pl.Int64(),  # args["Device Type"]: c10::DeviceType (0 CPU, 1 CUDA, 20 PrivateUse1, ...)
+        "mem_device_id": pl.Int64(),  # args["Device Id"] (-1 for the CPU)
     }
 )
+
+#: The columns holding a `[memory]` instant's args (null on every other event).
+MEMORY_COLUMNS = tuple(c for c in EVENT_SCHEMA if c.startswith("mem_"))
 
 #: The lane columns the classifier adds (ntrace.lanes.classify).
 LANE_SCHEMA = pl.Schema({"lane": pl.Enum(LANES), "side": pl.String()})

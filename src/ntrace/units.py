@@ -28,7 +28,9 @@ def fmt_pct(share: float | None) -> str:
 
 
 def size(n: int) -> str:
-    """A byte count for people: 1.5 GiB, 320.0 MiB, 12 bytes."""
+    """A byte count for people: 1.5 GiB, 320.0 MiB, 12 bytes; a negative one (memory freed) with its sign."""
+    if n < 0:
+        return "-" + size(-n)
     for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
             return f"{n / scale:.1f} {unit}"

@@ -141,6 +141,24 @@ def test_dom_has_timeline_charts_and_three_variants(rendered: dict) -> None:
         row = cells[cells.index(v["name"]) : cells.index(v["name"]) + 8]
         assert row[3:6] + row[7:] == [f"{v['self_cpu_us']:.3f}us", str(v["device_op_calls"]), f"{v['idle_us']:.3f}us", f"{v['speedup']:.2f}x"], row
     assert "Artifacts" in dom and "Operators" in dom
+    assert 'class="memory"' not in dom and "memops" not in dom  # no allocator records: no Memory view
+
+
+@needs_chromium
+def test_memory_view_appears_on_a_trace_with_allocator_records(tmp_path: Path) -> None:
+    def record(ts: float, size: int, total: int) -> dict:
+        args = {"Total Reserved": 0, "Total Allocated": total, "Bytes": size, "Device Id": -1, "Device Type": 0, "Addr": 94000000000000}
+        return {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": ts, "args": args}
+
+    events = [x("aten::empty", "cpu_op", 0, 4), x("aten::add", "cpu_op", 5, 4), record(1, 3 << 20, 3 << 20), record(6, -(1 << 20), 2 << 20)]
+    page = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", str(write_trace(tmp_path / "mem.json", events)), "-o", str(page)])
+    assert result.exit_code == 0, result.output
+    dom = _chromium(page, tmp_path, "--dump-dom").stdout
+    assert dom.count('class="memory"') == 1 and dom.count('<svg class="chart mem"') == 1 and "peak 3.0 MiB" in dom
+    ops = dom[dom.index('<table class="sortable memops"') : dom.index("</table>", dom.index('<table class="sortable memops"'))]
+    assert re.findall(r"<td>(aten::[a-z]+)</td>", ops) == ["aten::empty", "aten::add"]  # largest self CPU Mem first
+    assert "3.0 MiB" in ops and "-1.0 MiB" in ops
 
 
 def test_report_of_explorer_parquet(tmp_path: Path) -> None:

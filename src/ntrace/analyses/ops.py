@@ -139,16 +139,10 @@ def attribution(activities: pl.DataFrame, links: pl.DataFrame, nest: pl.DataFram
 def op_rows(nest: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
     """Per event of the tree `nest` still counted after folding: key, user_annotation, input_dims, dur, self_cpu, self_device, device_total (ns)."""
     n = nest.height
-    parent = nest["parent"]
     own = attributed.drop_nulls("op_idx").group_by("op_idx").agg(pl.col("dur").sum())
     rows_of = nest.select("idx", "pos").join(own.rename({"op_idx": "idx"}), on="idx")
     own_device = pl.zeros(n, dtype=pl.Int64, eager=True).scatter(rows_of["pos"], rows_of["dur"])
-    # folding (torch's _remove_dup_nodes): an event whose parent has its name and no other child
-    children = pl.DataFrame({"parent": parent}).drop_nulls().group_by("parent").len()
-    only_child = pl.zeros(n, dtype=pl.Boolean, eager=True).scatter(children.filter(pl.col("len") == 1)["parent"], True)
-    key = nest["key"]
-    folded = (only_child.gather(parent) & (key.gather(parent) == key)).fill_null(False)
-    keeper = climb(parent, ~folded)  # of every event: its nearest ancestor still counted
+    folded, keeper = folding(nest)
     # a kept event's own device time is the deepest folded event's below it (torch assigns the child's kernels)
     chain = pl.DataFrame({"keeper": keeper, "pos": pl.int_range(n, dtype=pl.Int64, eager=True)}).filter(folded).group_by("keeper").agg(pl.col("pos").max())
     own_kept = own_device.clone().scatter(chain["keeper"], own_device.gather(chain["pos"])).zip_with(~folded, pl.zeros(n, dtype=pl.Int64, eager=True))
@@ -158,6 +152,16 @@ def op_rows(nest: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
     return nest.select("key", "user_annotation", "input_dims", "dur").with_columns(
         self_cpu=self_cpu, self_device=own_kept, device_total=subtree_sums(nest, own_kept), kept=~folded
     ).filter(pl.col("kept")).drop("kept")
+
+
+def folding(nest: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
+    """torch's _remove_dup_nodes over the tree `nest`: per position, whether it is folded (its parent has its name and no other child) and its keeper (its nearest ancestor still counted, or null)."""
+    parent = nest["parent"]
+    children = pl.DataFrame({"parent": parent}).drop_nulls().group_by("parent").len()
+    only_child = pl.zeros(nest.height, dtype=pl.Boolean, eager=True).scatter(children.filter(pl.col("len") == 1)["parent"], True)
+    key = nest["key"]
+    folded = (only_child.gather(parent) & (key.gather(parent) == key)).fill_null(False)
+    return folded, climb(parent, ~folded)
 
 
 def op_groups(counted: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:

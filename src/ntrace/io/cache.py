@@ -26,7 +26,7 @@ from ntrace.trace import EVENT_COLUMNS, Trace
 #: Key of the file metadata that marks an ntrace events file and holds its provenance.
 META_KEY = "ntrace.events"
 #: Layout of the events and provenance; files of another version are converted again.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: the mem_* columns of allocator records
 #: Key of the file metadata that holds the Summary computed at convert time.
 SUMMARY_KEY = "ntrace.summary"
 

@@ -32,7 +32,7 @@ from ntrace.exprs import fmt
 from ntrace.io import parquet
 from ntrace.io.manifest import find_manifest
 from ntrace.lanes import classify
-from ntrace.trace import EVENT_SCHEMA, STEP_NAME, Trace, end_fits
+from ntrace.trace import EVENT_SCHEMA, MEMORY_COLUMNS, STEP_NAME, Trace, end_fits
 
 #: The documented columns of `SystemProfileEvents`, with the dtype ntrace reads each as.
 EXPLORER_SCHEMA = pl.Schema(
@@ -128,6 +128,7 @@ def explorer_events(rows: pl.DataFrame) -> pl.DataFrame:
             bytes=pl.lit(None, pl.Int64),
             input_dims=pl.lit(None, pl.String),
             model=pl.lit(None, pl.String),
+            **{name: pl.lit(None, pl.Int64) for name in MEMORY_COLUMNS},
         )
         .filter(end_fits())
         .with_columns(end=pl.col("ts") + pl.col("dur"))

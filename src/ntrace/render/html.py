@@ -1,4 +1,4 @@
-"""The HTML report: one self-contained file (inline SVG and canvas, CSS and JS from package data, nothing from the network): per trace an Overview, a timeline, Operators, Kernels, Steps, Findings and Device views.
+"""The HTML report: one self-contained file (inline SVG and canvas, CSS and JS from package data, nothing from the network): per trace an Overview, a timeline, Operators, Kernels, Memory (when the trace has allocator records), Steps, Findings and Device views.
 
 Why hand-written SVG and canvas rather than a plotting library: the report must open offline, so
 a library would have to be embedded whole (plotly's JS alone is ~3.5 MB per file) and added as a
@@ -23,7 +23,7 @@ from ntrace.lanes import LANES
 from ntrace.render.distributed import distributed
 from ntrace.render.tables import compare_frame, compare_notes, gaps_frame, hardware_tracks_frame, lanes_frame, variant_names
 from ntrace.render.timeline import timeline_data
-from ntrace.render.views import device, esc as _esc, findings, kernels, operators, overview, steps_view, table
+from ntrace.render.views import device, esc as _esc, findings, kernels, memory, operators, overview, steps_view, table
 from ntrace.summary import Summary
 from ntrace.units import fmt_time, plural
 from ntrace.workflows.analyze import Analysis, analyze
@@ -166,7 +166,7 @@ def _comparison(comparison: Comparison) -> str:
 
 
 def profile_section(profile: Summary, name: str, span: int, uid: str, reports: tuple[DeviceReport, ...] = ()) -> str:
-    """One trace: Overview, timeline, busy-time chart and idle histogram, Operators, Kernels, Steps, Findings, Device, then lanes and gaps."""
+    """One trace: Overview, timeline, busy-time chart and idle histogram, Operators, Kernels, Memory, Steps, Findings, Device, then lanes and gaps."""
     lanes = profile.lanes
     busy_chart = bar_chart(list(LANES), lanes["busy"].to_list(), [f"lane-{lane}" for lane in LANES], "Busy time per lane (union of intervals)")
     hw = hardware_tracks_frame(profile)
@@ -178,6 +178,7 @@ def profile_section(profile: Summary, name: str, span: int, uid: str, reports: t
 <div class="side">{busy_chart}{idle_histogram(profile)}</div>
 {operators(profile)}
 {kernels(profile)}
+{memory(profile)}
 {steps_view(profile)}
 {findings(profile)}
 {device(reports, profile)}

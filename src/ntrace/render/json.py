@@ -8,6 +8,8 @@ import orjson
 import polars as pl
 
 from ntrace.analyses.device import ENGINES, DeviceReport
+from ntrace.analyses.memory import OP_COLUMNS as MEMORY_OP_COLUMNS
+from ntrace.analyses.memory import device_label
 from ntrace.analyses.ops import OpView, op_table
 from ntrace.errors import json_safe
 from ntrace.render.tables import rank_figure_name
@@ -103,6 +105,7 @@ def summary_dict(summary: Summary, session: Session | None, view: OpView = OpVie
             for r in summary.kernels.iter_rows(named=True)
         ],
         "findings": findings_dicts(summary),
+        "memory": memory_dict(summary),
         "warnings": list(summary.warnings),
         "artifacts": session_dict(session) if session else None,
         "device_profiles": device_join_dict(joined) if joined is not None else None,
@@ -141,6 +144,22 @@ def ops_dicts(ops: pl.DataFrame) -> list[dict[str, Any]]:
         }
         for r in ops.iter_rows(named=True)
     ]
+
+
+def memory_dict(summary: Summary) -> dict[str, Any] | None:
+    """The allocator records' figures (bytes; times exact µs), None when the trace holds none: per device and per op (torch's CPU Mem / Self CPU Mem and device Mem, largest self CPU Mem first)."""
+    if summary.memory_devices is None or summary.memory_ops is None:
+        return None
+    ops = summary.memory_ops.sort(["self_cpu_mem", "self_device_mem", "name"], descending=[True, True, False])
+    return {
+        "devices": [
+            {"device": device_label(d["device_type"], d["device_id"]), "device_type": d["device_type"], "device_id": d["device_id"],
+             "records": d["records"], "allocs": d["allocs"], "frees": d["frees"], "allocated_bytes": d["allocated_bytes"], "freed_bytes": d["freed_bytes"],
+             "peak_allocated_bytes": d["peak_allocated"], "peak_us": exact_us(d["peak_ts"]), "peak_reserved_bytes": d["peak_reserved"]}
+            for d in summary.memory_devices.iter_rows(named=True)
+        ],
+        "ops": [{"name": r["name"], "user_annotation": r["user_annotation"], "calls": r["calls"], **{f"{c}_bytes": r[c] for c in MEMORY_OP_COLUMNS}} for r in ops.iter_rows(named=True)],
+    }  # fmt: skip
 
 
 def findings_dicts(summary: Summary) -> list[dict[str, Any]]:

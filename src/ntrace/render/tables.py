@@ -8,13 +8,15 @@ from typing import Sequence
 import polars as pl
 
 from ntrace.analyses.device import ENGINES
+from ntrace.analyses.memory import OP_COLUMNS as MEMORY_OP_COLUMNS
+from ntrace.analyses.memory import device_label
 from ntrace.analyses.ops import OpView, op_table
 from ntrace.exprs import fmt
 from ntrace.lanes import LANES
 from ntrace.neuron.artifacts import Session
 from ntrace.render.columns import base_name, header
 from ntrace.summary import Summary
-from ntrace.units import fmt_pct, fmt_time, rate
+from ntrace.units import fmt_pct, fmt_time, rate, size
 from ntrace.workflows.analyze import Analysis
 from ntrace.workflows.compare import Comparison
 from ntrace.workflows.device import DeviceAnalysis, DeviceJoin
@@ -62,6 +64,8 @@ def cell(column: str, value: object) -> str:
         return f"{value:.2f}%"
     if (column == "share" or column.endswith("_share")) and isinstance(value, float):
         return fmt_pct(value)
+    if column.endswith("_mem") and isinstance(value, int):
+        return size(value)
     if column.endswith("_bytes_per_s") and isinstance(value, float):
         return rate(value)
     if column == "speedup" and isinstance(value, float):
@@ -80,6 +84,25 @@ def ops_frame(summary: Summary, view: OpView = OpView()) -> pl.DataFrame:
     ops = op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns, view)
     times = [c for c, t in ops.schema.items() if t.is_integer() and c not in ("calls", "events") and not c.endswith("_pct")]
     return ops.select(to_us(c)[0] if c in times else pl.col(c) for c in ops.columns)
+
+
+def memory_devices_frame(profile: Summary) -> pl.DataFrame:
+    """Per device with allocator records: records, allocations, frees, bytes allocated and freed (`*_mem`), peak allocated and when (µs into the window), peak reserved."""
+    if profile.memory_devices is None:
+        return pl.DataFrame()
+    return profile.memory_devices.select(
+        device=pl.struct("device_type", "device_id").map_elements(lambda d: device_label(d["device_type"], d["device_id"]), return_dtype=pl.String),
+        records="records", allocs="allocs", frees="frees", allocated_mem="allocated_bytes", freed_mem="freed_bytes",
+        peak_allocated_mem="peak_allocated", peak_at_us=(pl.col("peak_ts") - profile.window[0]) / _NS_TO_US, peak_reserved_mem="peak_reserved",
+    )  # fmt: skip
+
+
+def memory_ops_frame(profile: Summary) -> pl.DataFrame:
+    """torch's memory columns per op (CPU Mem, Self CPU Mem, device Mem, Self device Mem as `*_mem` bytes), largest self CPU Mem first."""
+    if profile.memory_ops is None:
+        return pl.DataFrame()
+    ops = profile.memory_ops.sort(["self_cpu_mem", "self_device_mem", "name"], descending=[True, True, False])
+    return ops.select("name", "user_annotation", "calls", *MEMORY_OP_COLUMNS)
 
 
 def lanes_frame(profile: Summary) -> pl.DataFrame:

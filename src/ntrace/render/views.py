@@ -1,4 +1,4 @@
-"""The report's views of one trace besides the timeline: Overview (verdict, step statistics, time by lane per step), Operators, Kernels, Steps, Findings, Device.
+"""The report's views of one trace besides the timeline: Overview (verdict, step statistics, time by lane per step), Operators, Kernels, Memory, Steps, Findings, Device.
 
 Every number comes from the Summary's frames (oracle-checked analyses) or analyses.verdict; the
 views only lay them out. Tables are `sortable`: the page's script sorts them by a header click
@@ -9,22 +9,25 @@ the first `top` on request.
 from __future__ import annotations
 
 import html
-from typing import Sequence
+from typing import Any, Sequence
 
 import polars as pl
 
 from ntrace.analyses.device import DeviceReport
+from ntrace.analyses.memory import device_label
 from ntrace.analyses.stats import stats
 from ntrace.analyses.steps import HOST_LANES
 from ntrace.analyses.findings import MAX_DISPATCH_GAP
 from ntrace.analyses.verdict import IDLE_BOUND_PCT, verdict
-from ntrace.render.tables import cell, device_frame, header, kernels_frame, ops_frame, step_devices_frame, steps_frame
+from ntrace.render.tables import cell, device_frame, header, kernels_frame, memory_devices_frame, memory_ops_frame, ops_frame, step_devices_frame, steps_frame
 from ntrace.summary import Summary
-from ntrace.units import fmt_pct, fmt_time, plural
+from ntrace.units import fmt_pct, fmt_time, plural, size
 from ntrace.workflows.device import DeviceAnalysis
 
 #: Rows of a long table shown before "show all".
 TOP = 20
+#: Points drawn per device in the Memory view's chart: longer series keep each bucket's lowest and highest record (so the peak is always drawn).
+MEMORY_POINTS = 2000
 #: Steps drawn in the Overview's time-by-lane chart (the Steps table holds every one).
 MAX_STEP_BARS = 12
 
@@ -116,6 +119,46 @@ def kernels(summary: Summary) -> str:
     if not frame.height:
         return ""
     return f"<h3>Kernels</h3>{table(frame, 'kernels', top=TOP, search=True)}"
+
+
+def memory(summary: Summary) -> str:
+    """Allocated bytes over time per device (the allocator's Total Allocated after each record), the peaks, and torch's per-op memory columns; nothing when the trace holds no allocator records."""
+    if summary.memory_series is None:
+        return ""
+    devices = memory_devices_frame(summary)
+    charts = "".join(allocated_chart(summary, d) for d in summary.memory_devices.iter_rows(named=True)) if summary.memory_devices is not None else ""
+    note = (
+        "<p class=note>From the <code>[memory]</code> records of profile_memory=True. CPU Mem / Self CPU Mem (and device Mem) as torch's key_averages() counts them: "
+        "the bytes of every record inside an op's time (freed bytes negative), less its children's for Self.</p>"
+    )
+    return f'<h3 id="memory-{esc(summary.path.name)}" class="memory">Memory</h3>{note}<div class="side">{charts}</div>{table(devices, "memdev")}{table(memory_ops_frame(summary), "memops", top=TOP, search=True)}'
+
+
+def allocated_chart(summary: Summary, device: dict[str, Any]) -> str:
+    """One device's allocated bytes as a step line over the trace window, its peak marked (SVG)."""
+    assert summary.memory_series is not None
+    series = summary.memory_series.filter((pl.col("device_type") == device["device_type"]) & (pl.col("device_id") == device["device_id"])).drop_nulls("allocated")
+    t0, span = summary.window[0], max(summary.window_ns, 1)
+    if series.height > MEMORY_POINTS:
+        bucket = ((pl.col("ts") - t0) * (MEMORY_POINTS // 2) // span).alias("b")
+        series = pl.concat([series.sort("allocated", "ts").group_by(bucket, maintain_order=True).agg(pl.all().first()), series.sort("allocated", "ts", descending=[True, False]).group_by(bucket, maintain_order=True).agg(pl.all().first())]).sort("ts").drop("b")
+    peak, at = device["peak_allocated"] or 0, device["peak_ts"]
+    low = min(int(series["allocated"].min() or 0), 0)  # type: ignore[arg-type]  # below 0: frees of memory allocated before profiling began
+    scale = max(peak - low, 1)
+    w, h, left, pad = 520, 160, 70, 24
+    x = [left + min(max(t - t0, 0), span) / span * w for t in series["ts"].to_list()]
+    y = [pad + (peak - a) / scale * h for a in series["allocated"].to_list()]
+    base = pad + peak / scale * h  # where 0 bytes is drawn
+    points = [f"{left:.1f},{base:.1f}"] + [f"{xi:.1f},{yp:.1f} {xi:.1f},{yi:.1f}" for xi, yi, yp in zip(x, y, [base, *y[:-1]])] + ([f"{left + w:.1f},{y[-1]:.1f}"] if y else [])
+    name = device_label(device["device_type"], device["device_id"])
+    marker = f'<circle class="mempeak" cx="{left + (at - t0) / span * w:.1f}" cy="{pad:.1f}" r="3"><title>peak {size(peak)} at +{fmt_time(at - t0)}</title></circle>' if at is not None else ""
+    return (
+        f'<svg class="chart mem" width="{left + w + 20}" height="{h + pad + 30}" viewBox="0 0 {left + w + 20} {h + pad + 30}">'
+        f'<text x="0" y="14" font-weight="bold">{esc(name)}: allocated over time (peak {size(peak)})</text>'
+        f'<text x="0" y="{pad + 10}">{size(peak)}</text><text x="0" y="{base:.1f}">0</text>'
+        f'<polyline class="memline" fill="none" points="{" ".join(points)}"/>{marker}'
+        f'<text x="{left}" y="{pad + h + 16}">0</text><text x="{left + w - 40}" y="{pad + h + 16}">{fmt_time(span)}</text></svg>'
+    )
 
 
 def steps_view(summary: Summary) -> str:

@@ -27,7 +27,7 @@ import orjson
 import polars as pl
 
 from ntrace.io.kineto import _fork
-from ntrace.io.kineto._frame import ids_text, shapes_text, text_ints, text_ns
+from ntrace.io.kineto._frame import MEMORY_KEYS, ids_text, shapes_text, text_ints, text_ns
 from ntrace.io.kineto._windows import Outline, Uncut, outline, windows
 from ntrace.io.progress import report
 
@@ -62,6 +62,12 @@ class _Args(msgspec.Struct, gc=False):
     sequence: Key = msgspec.field(default=None, name="Sequence number")
     bytes: Key = None
     model_name: str | None = None
+    mem_bytes: Key = msgspec.field(default=None, name="Bytes")
+    mem_allocated: Key = msgspec.field(default=None, name="Total Allocated")
+    mem_reserved: Key = msgspec.field(default=None, name="Total Reserved")
+    mem_addr: Key = msgspec.field(default=None, name="Addr")
+    mem_device_type: Key = msgspec.field(default=None, name="Device Type")
+    mem_device_id: Key = msgspec.field(default=None, name="Device Id")
     input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
 
 
@@ -86,8 +92,8 @@ _NO_ARGS = _Args()
 _TEXT = ("ph", "cat", "name", "bp")
 _IDS = ("pid", "tid")
 _TIMES = ("ts", "dur")
-#: The linking keys in `args`: integers (or numeric text).
-_KEYS = ("external_id", "correlation", "stream", "device", "sequence", "bytes")
+#: The linking keys and memory record fields in `args`: integers (or numeric text).
+_KEYS = ("external_id", "correlation", "stream", "device", "sequence", "bytes", *MEMORY_KEYS)
 
 
 def columns(text: Any, stage: str = "decoding") -> tuple[Columns, dict[str, Any]] | None:

@@ -14,6 +14,7 @@ import msgspec
 import orjson
 
 from ntrace.errors import TraceFormatError
+from ntrace.io.kineto._frame import MEMORY_KEYS
 
 Num = int | float | str | None
 
@@ -37,6 +38,7 @@ _ARG_KEYS = {
     "device": "device",
     "sequence": "Sequence number",
     "bytes": "bytes",
+    **MEMORY_KEYS,
 }
 
 
