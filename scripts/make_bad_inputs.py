@@ -853,7 +853,8 @@ def _(out: Path) -> str:
     """An ntrace cache whose provenance says meta is a list and warnings a number: refused in one line."""
 
     def forge(frame: Any, metadata: dict[str, str]) -> Any:
-        metadata["ntrace.events"] = json.dumps({"version": 2, "source": "t.json", "meta": [1], "warnings": 7, "variant": None})
+        version = json.loads(metadata["ntrace.events"])["version"]  # this format's, so only the forged fields are wrong
+        metadata["ntrace.events"] = json.dumps({"version": version, "source": "t.json", "meta": [1], "warnings": 7, "variant": None})
         return frame
 
     return put(out, "cache_forged_provenance.pt.trace.json.parquet", _cache_bytes(forge))
