@@ -67,3 +67,56 @@ def test_ctrl_c_while_reading(big_trace: Path) -> None:
         pytest.skip("needs /proc to see that the trace is open")
     exit_code, err = _signal_when(["analyze", str(big_trace), "-q"], reading, signal.SIGINT)
     assert (exit_code, err) == (130, "interrupted\n")
+
+
+def test_an_interrupt_polars_reports_as_its_own_error_still_ends_the_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C whose handler runs inside Polars' call back into Python (a write to a file object) comes back as Polars' ComputeError; the run ends as interrupted."""
+    import io
+
+    import polars as pl
+
+    from ntrace import cli
+
+    monkeypatch.setattr(cli, "_SIGNALLED", [])
+
+    class Interrupted(io.BytesIO):
+        def write(self, data: object) -> int:
+            cli._on_sigint(signal.SIGINT, None)  # what Python runs here when the signal arrives during the write
+            return 0
+
+    @cli._fail_cleanly
+    def convert() -> None:
+        pl.DataFrame({"a": list(range(1000))}).write_parquet(Interrupted())
+
+    with pytest.raises(SystemExit) as stopped:
+        convert()
+    assert stopped.value.code == 130 and capsys.readouterr().err == "interrupted\n"
+
+
+#: A child running the console entry's `analyze` whose handler of `signum` runs inside a finalizer, where Python cannot raise (it prints "Exception ignored").
+_SIGNAL_IN_A_FINALIZER = """
+import signal, sys
+from ntrace.workflows import analyze
+class Finalized:
+    def __del__(self):
+        signal.getsignal({signum})({signum}, None)
+summarize = analyze.summarize
+def interrupted_summarize(*args, **kwargs):
+    Finalized()  # collected at once: the handler's exception is unraisable
+    return summarize(*args, **kwargs)
+analyze.summarize = interrupted_summarize
+sys.argv = ["ntrace", "analyze", sys.argv[1], "-q"]
+from ntrace.cli import run
+run()
+"""
+
+
+@pytest.mark.parametrize(("signum", "code", "line"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "interrupted (SIGTERM)")])
+def test_signal_in_a_finalizer_still_stops_the_run(tmp_path: Path, signum: int, code: int, line: str) -> None:
+    """An interrupt Python could only report as "Exception ignored" (Ctrl-C was lost that way) is delivered again and ends the run."""
+    from helpers import write_trace, x
+
+    trace = write_trace(tmp_path / "t.pt.trace.json", [x("aten::mm", "cpu_op", 10 * i, 5) for i in range(50)])
+    script = _SIGNAL_IN_A_FINALIZER.replace("{signum}", str(int(signum)))
+    proc = subprocess.run([sys.executable, "-c", script, str(trace)], capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr) == (code, line + "\n")

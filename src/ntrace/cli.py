@@ -54,6 +54,12 @@ def _fail_cleanly(fn: Callable[..., Any]) -> Callable[..., Any]:
             _stop(130, "interrupted")
         except Terminated:
             _stop(143, "interrupted (SIGTERM)")
+        except Exception:
+            if not _SIGNALLED:
+                raise
+            # the interrupt was raised inside a call from Polars back into Python (a write to an
+            # output file, say), and Polars reported it as its own error
+            _stop(*((130, "interrupted") if isinstance(_SIGNALLED[-1], KeyboardInterrupt) else (143, "interrupted (SIGTERM)")))
 
     return wrapper
 
@@ -68,9 +74,35 @@ def _stop(code: int, line: str) -> None:
     sys.exit(code)
 
 
+#: The interrupts the console entry's signal handlers raised, so one that a library turned into an error of its own still ends the run as an interrupt.
+_SIGNALLED: list[BaseException] = []
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    """SIGINT handler: raise KeyboardInterrupt, as Python's own does, and remember it."""
+    _SIGNALLED.append(KeyboardInterrupt())
+    raise _SIGNALLED[-1]
+
+
 def _on_sigterm(signum: int, frame: object) -> None:
-    """SIGTERM handler: unwind the run like Ctrl-C does, with a `Terminated` exception."""
-    raise Terminated()
+    """SIGTERM handler: unwind the run like Ctrl-C does, with a `Terminated` exception (remembered)."""
+    _SIGNALLED.append(Terminated())
+    raise _SIGNALLED[-1]
+
+
+def _on_unraisable(unraisable: Any, default: Callable[[Any], None] = sys.unraisablehook) -> None:
+    """sys.unraisablehook: an interrupt raised where it cannot propagate (a finalizer, a callback from native code) is raised again in the next Python function the run calls."""
+    interrupt = unraisable.exc_value
+    if not isinstance(interrupt, (KeyboardInterrupt, Terminated)):
+        default(unraisable)
+        return
+    tracer = sys.gettrace()
+
+    def deliver(frame: object, event: str, arg: object) -> None:
+        sys.settrace(tracer)
+        raise interrupt
+
+    sys.settrace(deliver)
 
 
 #: Output formats of the commands that print results: aligned text, JSON, one CSV table, Markdown for pull requests.
@@ -615,8 +647,9 @@ def run() -> None:
     """
     import atexit
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # Polars (imported above) may have taken Ctrl-C over
+    signal.signal(signal.SIGINT, _on_sigint)  # Polars (imported above) may have taken Ctrl-C over
     signal.signal(signal.SIGTERM, _on_sigterm)
+    sys.unraisablehook = _on_unraisable
     try:
         try:
             main()
