@@ -17,12 +17,12 @@ from ntrace.analyses import memory as memmod
 from ntrace.analyses import ops as opmod
 from ntrace.analyses import stats
 from ntrace.analyses.links import ACTIVITY, CALL, launch_links
-from ntrace.analyses.ranks import COLLECTIVE, collective_instances, communication_time
+from ntrace.analyses.ranks import COLLECTIVE, collective_instances, communication_time, rank_figures, rank_summary
 from ntrace.analyses.ops import OpView
 from ntrace.analyses.steps import device_work, host_busy, is_step, launch_step, overlapping, step_windows
 from ntrace.analyses.totals import lane_categories, lane_totals, spans, track, track_totals, window
 from ntrace.exprs import fmt
-from ntrace.summary import Summary, Timeline
+from ntrace.summary import RankSummary, Summary, Timeline
 from ntrace.trace import Trace
 
 #: Host-side complete events.
@@ -283,15 +283,24 @@ class Profile:
         )
         return findmod.findings(self.op_table(), launched, self.executions, self.device, self.device_ns)
 
-    @cached_property
+    @property
     def analysis_warnings(self) -> tuple[str, ...]:
         """What the analysis found doubtful in the trace (torch's rules giving negative self CPU, steps overlapping), one line each."""
-        out = []
+        return (*self.op_warnings, *self.step_warnings)
+
+    @cached_property
+    def op_warnings(self) -> tuple[str, ...]:
+        """What the analysis found doubtful in the op table: events to which torch's rule gives negative self CPU."""
         if negative := self._op_rows.filter(pl.col("self_cpu") < 0).height:
-            out.append(f"{self.trace.path}: {negative} events have negative self CPU: children that partly overlap each other, whose overlap torch's rule subtracts twice")
+            return (f"{self.trace.path}: {negative} events have negative self CPU: children that partly overlap each other, whose overlap torch's rule subtracts twice",)
+        return ()
+
+    @cached_property
+    def step_warnings(self) -> tuple[str, ...]:
+        """What the analysis found doubtful in the profiler steps: steps that start before the previous one ends."""
         if overlaps := overlapping(self._windows):
-            out.append(f"{self.trace.path}: {overlaps} profiler steps start before the previous one ends; an event counts in the last step started")
-        return tuple(out)
+            return (f"{self.trace.path}: {overlaps} profiler steps start before the previous one ends; an event counts in the last step started",)
+        return ()
 
     @property
     def has_memory(self) -> bool:
@@ -347,8 +356,16 @@ class Profile:
             idle_gaps=self.hardware_idle["gap"], launch_latencies=self.launch_delays["latency"], queue_delays=self.launch_delays["queue"],
             memory_series=self.memory_series if self.has_memory else None,  # none without records: "not profiled" is not "nothing allocated"
             memory_devices=self.memory_devices if self.has_memory else None,
-            memory_ops=self.memory_ops if self.has_memory else None,
+            memory_ops=self.memory_ops if self.has_memory else None, op_warnings=self.op_warnings,
         )  # fmt: skip
+
+    def rank_summary(self) -> RankSummary:
+        """What `ntrace ranks` reads of this trace (see ntrace.analyses.ranks.rank_summary), computing only that: no op tree, op table, kernels or findings."""
+        if self._stored is not None:
+            return rank_summary(self._stored)
+        trace = self.trace
+        figures = rank_figures(self.steps, self.lanes, self.hardware_idle["gap"], self.communication, self.launch_delays["latency"])
+        return RankSummary(trace.path, trace.meta, (*trace.warnings, *self.step_warnings), figures, self.steps, self.collectives)
 
     def timeline(self) -> Timeline:
         """What the HTML timeline draws: every complete event on its track with the args its hover shows, and the hardware idle gaps."""

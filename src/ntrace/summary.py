@@ -39,7 +39,7 @@ def analysis_digest() -> str:
 
 #: The Summary fields kept as one column, and those kept as tuples (JSON lists once stored).
 _SERIES = ("idle_gaps", "launch_latencies", "queue_delays")
-_TUPLES = ("window", "warnings", "outside_steps")
+_TUPLES = ("window", "warnings", "outside_steps", "op_warnings")
 
 
 @dataclass(frozen=True)
@@ -82,14 +82,16 @@ class Summary:
     timeline: Timeline | None = field(default=None, compare=False)  # computed only when a report asks for it
     source: str | None = None  # the URL the trace was downloaded from (path is then its temporary copy)
 
-    @property
-    def shown_path(self) -> str:
-        """What outputs name the trace by: its URL when it was downloaded, else its path."""
-        return self.source or str(self.path)
     # allocator records (profile_memory=True), None when the trace holds none: see ntrace.analyses.memory
     memory_series: pl.DataFrame | None = None  # every record in time order: device_type, device_id, ts, bytes, allocated, reserved
     memory_devices: pl.DataFrame | None = None  # per device: records, allocs, frees, allocated/freed bytes, peak_allocated, peak_ts, peak_reserved
     memory_ops: pl.DataFrame | None = None  # per (name, user_annotation): calls, cpu_mem, self_cpu_mem, device_mem, self_device_mem (bytes)
+    op_warnings: tuple[str, ...] = ()  # those of `warnings` about the op table (torch's rule giving negative self CPU), which `ranks` leaves out
+
+    @property
+    def shown_path(self) -> str:
+        """What outputs name the trace by: its URL when it was downloaded, else its path."""
+        return self.source or str(self.path)
 
     @property
     def window_ns(self) -> int:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from helpers import REAL_TRACES, REPO, brute_union, write_trace, x
+from helpers import REAL_TRACES, REPO, brute_union, shared_trace_files, write_trace, x
 from ntrace.cli import main
 from ntrace.workflows.analyze import analyze
 from ntrace.workflows.ranks import ranks
@@ -229,3 +229,28 @@ def test_cli_errors(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["ranks", str(tmp_path)])
     assert res.exit_code == 2 and res.stderr.count("\n") == 1 and "rank-0.json" in res.stderr
     assert CliRunner().invoke(main, ["ranks"]).exit_code == 2
+
+
+@pytest.mark.parametrize("path", shared_trace_files(), ids=lambda p: p.name)
+def test_rank_path_computes_what_the_full_summary_gives(path: Path) -> None:
+    """summarize_rank skips the op tree and table, yet every figure, step and collective equals those ranks takes from the full Summary."""
+    from ntrace.analyses.ranks import rank_summary
+    from ntrace.workflows.analyze import summarize, summarize_rank
+
+    quick, full = summarize_rank(path), rank_summary(summarize(path))
+    assert (quick.path, quick.meta, quick.warnings, quick.figures) == (full.path, full.meta, full.warnings, full.figures)
+    assert quick.steps.equals(full.steps) and quick.collectives.equals(full.collectives)
+
+
+def test_ranks_leave_out_op_table_warnings_from_traces_and_datasets_alike(tmp_path: Path) -> None:
+    """torch's rule giving negative self CPU is an op-table warning: analyze shows it, ranks (no op table) does not, whether it reads the trace or a dataset's summary."""
+    from ntrace.workflows.convert import convert
+
+    events = [x("ProfilerStep#1", "user_annotation", 0, 200), x("parent", "cpu_op", 1, 100), x("a", "cpu_op", 1, 80), x("b", "cpu_op", 21, 80)]
+    (tmp_path / "run").mkdir()
+    trace = write_trace(tmp_path / "run" / "rank0.pt.trace.json", events)
+    assert any("negative self CPU" in w for w in analyze(trace).all_warnings)
+    convert(tmp_path / "run", tmp_path / "ds", by_rank=True)
+    for source in (tmp_path / "run", tmp_path / "ds"):
+        result = ranks([source])
+        assert result.table["steps"].to_list() == [1] and not any("negative self CPU" in w for w in result.warnings), source

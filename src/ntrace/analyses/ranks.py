@@ -69,17 +69,22 @@ def communication_time(collectives: pl.DataFrame, compute: pl.DataFrame) -> pl.D
     return devices.join(per, on="device", how="left").select("device", pl.col("comm").cast(pl.Int64), pl.col("exposed").cast(pl.Int64)).sort("device")
 
 
-def rank_summary(summary: Summary) -> RankSummary:
-    """What `ranks` keeps of one trace's Summary: its figures (ns; busy per lane as busy_<lane>), steps and collective instances."""
-    idle = summary.gaps.filter(pl.col("kind") == "hardware_idle")["total"]
-    durations = summary.steps["dur"]
-    figures = {
-        "steps": summary.steps.height, "step_p50": nearest_rank(durations, 50), "step_p90": nearest_rank(durations, 90),
-        **{f"busy_{lane}": busy for lane, busy in summary.lanes.select("lane", "busy").iter_rows()},
-        "idle": int(idle[0]) if idle.len() else 0, "comm": int(summary.communication["comm"].sum()), "exposed_comm": int(summary.communication["exposed"].sum()),
-        "launch_latency_p50": nearest_rank(summary.launch_latencies, 50),
+def rank_figures(steps: pl.DataFrame, lanes: pl.DataFrame, idle_gaps: pl.Series, communication: pl.DataFrame, launch_latencies: pl.Series) -> dict[str, int]:
+    """One rank's figures (ns) from its steps, lane totals, hardware idle gaps, communication and launch latencies: step count and percentiles, busy per lane as busy_<lane>, idle, comm, exposed comm, launch latency p50."""
+    durations = steps["dur"]
+    return {
+        "steps": steps.height, "step_p50": nearest_rank(durations, 50), "step_p90": nearest_rank(durations, 90),
+        **{f"busy_{lane}": busy for lane, busy in lanes.select("lane", "busy").iter_rows()},
+        "idle": int(idle_gaps.sum()), "comm": int(communication["comm"].sum()), "exposed_comm": int(communication["exposed"].sum()),
+        "launch_latency_p50": nearest_rank(launch_latencies, 50),
     }  # fmt: skip
-    return RankSummary(summary.path, summary.meta, summary.warnings, figures, summary.steps, summary.collectives, summary.source)
+
+
+def rank_summary(summary: Summary) -> RankSummary:
+    """What `ranks` keeps of one trace's Summary: its figures (ns; busy per lane as busy_<lane>), steps, collective instances and warnings (not those about the op table)."""
+    figures = rank_figures(summary.steps, summary.lanes, summary.idle_gaps, summary.communication, summary.launch_latencies)
+    warnings = tuple(w for w in summary.warnings if w not in summary.op_warnings)
+    return RankSummary(summary.path, summary.meta, warnings, figures, summary.steps, summary.collectives, summary.source)
 
 
 def rank_of(meta: Mapping[str, Any], path: Path) -> tuple[int | None, str]:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from ntrace.analyses.device import DeviceReport
 from ntrace.analyses.part import Part, cut
+from ntrace.analyses.ranks import rank_summary
 from ntrace.errors import InputError, NtraceError, valid_path
 from ntrace.io import read_trace
 from ntrace.io.cache import is_cache, read_cache_summary
@@ -23,7 +24,7 @@ from ntrace.io.kineto import in_worker
 from ntrace.io.progress import report
 from ntrace.neuron.artifacts import Session, artifact_warnings, find_sessions, session_dir
 from ntrace.profile import Profile
-from ntrace.summary import Summary
+from ntrace.summary import RankSummary, Summary
 from ntrace.units import plural
 from ntrace.workflows.device import DeviceJoin, join, session_reports
 
@@ -95,13 +96,24 @@ def summarize(
 ) -> Summary:  # fmt: skip
     """The Summary of one trace file (with what its HTML timeline draws when `timeline`); a cache's stored summary is read instead of recomputed."""
     path = Path(path)
-    if not (recompute or lanes or timeline or part) and path.suffix.lower() == ".parquet" and is_cache(path):
-        stored = read_cache_summary(path)
-        if stored is not None:
-            return stored
+    if not (recompute or lanes or timeline or part) and (stored := _stored_summary(path)) is not None:
+        return stored
     profile = load(path, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, part=part)
     summary = profile.summary()
     return replace(summary, timeline=profile.timeline()) if timeline else summary
+
+
+def summarize_rank(path: str | Path, fast: bool = True) -> RankSummary:
+    """What `ntrace ranks` reads of one trace file, computing only that (no op tree or op table); a cache's stored summary is read instead."""
+    path = Path(path)
+    if (stored := _stored_summary(path)) is not None:
+        return rank_summary(stored)
+    return load(path, fast=fast).rank_summary()
+
+
+def _stored_summary(path: Path) -> Summary | None:
+    """The summary an ntrace Parquet cache stores, when `path` is one and its summary was computed by this analysis code."""
+    return read_cache_summary(path) if path.suffix.lower() == ".parquet" and is_cache(path) else None
 
 
 def _summarize_or_error(
@@ -110,6 +122,14 @@ def _summarize_or_error(
     """summarize, returning the error instead of raising, so one bad file never stops the rest."""
     try:
         return summarize(path, fast, lanes, max_events, recompute, timeline, part)
+    except NtraceError as exc:
+        return exc
+
+
+def _summarize_rank_or_error(path: Path, fast: bool) -> RankSummary | NtraceError:
+    """summarize_rank, returning the error instead of raising."""
+    try:
+        return summarize_rank(path, fast)
     except NtraceError as exc:
         return exc
 
@@ -128,17 +148,27 @@ def summarize_all(
 ) -> list[Summary | NtraceError]:
     """Each trace's Summary, or the error that stopped it, in order: on `executor` when given, else in `jobs` spawned worker processes (one process when 1)."""
     n = len(traces)
-    args = (traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n, [part] * n)
+    return _each(_summarize_or_error, (traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n, [part] * n), jobs, executor)
+
+
+def summarize_ranks(traces: Sequence[Path], *, jobs: int = 1, executor: Executor | None = None, fast: bool = True) -> list[RankSummary | NtraceError]:
+    """Each trace's RankSummary (summarize_rank), or the error that stopped it, in order, run as summarize_all runs."""
+    return _each(_summarize_rank_or_error, (traces, [fast] * len(traces)), jobs, executor)
+
+
+def _each(fn: Callable[..., T], args: tuple[Sequence[Any], ...], jobs: int, executor: Executor | None) -> list[T]:
+    """`fn` over the zipped `args` columns, in order: on `executor` when given, else in `jobs` spawned worker processes (one process when 1)."""
+    n = len(args[0])
     if executor is not None:
-        return counted(executor.map(_summarize_or_error, *args), n)
+        return counted(executor.map(fn, *args), n)
     if jobs > 1 and n > 1:
         from concurrent.futures import ProcessPoolExecutor  # imported here: process pools cost ~25 ms of start-up to import
         from multiprocessing import get_context
 
         workers = min(jobs, n)
         with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=in_worker) as pool:  # fork can deadlock Polars' threads
-            return counted(pool.map(_summarize_or_error, *args, chunksize=chunk_size(n, workers)), n)
-    return counted((_summarize_or_error(*a) for a in zip(*args)), n)
+            return counted(pool.map(fn, *args, chunksize=chunk_size(n, workers)), n)
+    return counted((fn(*a) for a in zip(*args)), n)
 
 
 def chunk_size(n: int, workers: int) -> int:

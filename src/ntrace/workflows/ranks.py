@@ -15,7 +15,7 @@ from ntrace.io.discover import find_traces
 from ntrace.io.remote import local_copies
 from ntrace.summary import RankSummary, Summary
 from ntrace.units import plural
-from ntrace.workflows.analyze import summarize_all
+from ntrace.workflows.analyze import summarize_ranks
 
 if TYPE_CHECKING:  # concurrent.futures is imported only where a pool is made
     from concurrent.futures import Executor
@@ -116,11 +116,11 @@ def _ranks(paths: Sequence[str | Path], jobs: int, executor: Executor | None) ->
         raise InputError(paths[0] if paths else None, "holds no framework trace (*.json, *.json.gz with traceEvents)")
     warnings = list(notes)
     done: dict[Path, RankSummary] = {}
-    for trace, result in zip(traces, summarize_all(traces, jobs=jobs, executor=executor)):
+    for trace, result in zip(traces, summarize_ranks(traces, jobs=jobs, executor=executor)):
         if isinstance(result, NtraceError):
             warnings.append(f"skipped {result}")
         else:
-            done[trace] = rk.rank_summary(result)
+            done[trace] = result
     summaries = []
     for path, group in zip(paths, groups):
         got = [t if isinstance(t, RankSummary) else done[t] for t in group if not isinstance(t, Path) or t in done]
