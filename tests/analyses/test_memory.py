@@ -125,3 +125,22 @@ def test_analyze_json_and_stored_summaries_carry_the_memory_figures(tmp_path: Pa
     assert {(o["name"], o["self_cpu_mem_bytes"]) for o in mem["ops"]} == {(k[0], v["self_cpu_mem"]) for k, v in oracle.op_memory(path).items()}
     plain = json.loads(CliRunner().invoke(main, ["analyze", str(write_trace(tmp_path / "n.json", SYNTHETIC[:4])), "--format", "json"]).stdout)
     assert plain["profiles"][0]["memory"] is None
+
+
+def test_text_markdown_and_csv_show_the_memory_figures(tmp_path: Path) -> None:
+    """Every output format has the memory tables: the CSV tables hold the oracle's bytes exactly, text and Markdown show each device's peak and each op; a trace without records shows none."""
+    import csv
+    import io
+
+    path = write_trace(tmp_path / "t.json", SYNTHETIC)
+    want = oracle.op_memory(path)
+    run = lambda *args: CliRunner().invoke(main, ["analyze", *map(str, args)])  # noqa: E731
+    ops = list(csv.DictReader(io.StringIO(run(path, "--format", "csv", "--table", "memory_ops").stdout)))
+    assert {(r["name"], int(r["self_cpu_mem"]), int(r["device_mem"])) for r in ops} == {(k[0], v["self_cpu_mem"], v["device_mem"]) for k, v in want.items()}
+    devices = {r["device"]: r for r in csv.DictReader(io.StringIO(run(path, "--format", "csv", "--table", "memory_devices").stdout))}
+    assert (int(devices["CPU"]["peak_allocated_mem"]), int(devices["CUDA:0"]["peak_allocated_mem"])) == (4096, 2**40 + 3072)
+    for fmt in ("table", "markdown"):
+        out = run(path, "--format", fmt).stdout
+        assert "Memory" in out and "Memory by op" in out and "CUDA:0" in out and "1.0 TiB" in out, fmt
+        assert all(name in out.split("Memory by op")[1] for name, _ in want), fmt
+        assert "Memory" not in run(write_trace(tmp_path / "n.json", SYNTHETIC[:4]), "--format", fmt).stdout

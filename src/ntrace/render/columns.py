@@ -191,7 +191,7 @@ VOCABULARY: dict[str, str] = {
 
 #: The tables `--format csv --table NAME` writes, per command; the first is the default.
 CSV_TABLES: dict[str, tuple[str, ...]] = {
-    "analyze": ("summary", "lanes", "tracks", "gaps", "steps", "step_devices", "ops", "kernels", "findings"),
+    "analyze": ("summary", "lanes", "tracks", "gaps", "steps", "step_devices", "ops", "kernels", "findings", "memory_devices", "memory_ops"),
     "diff": ("ops", "lanes", "gaps"),
     "ranks": ("ranks", "stats", "collectives", "stragglers"),
 }

@@ -11,7 +11,7 @@ from ntrace.errors import one_line
 from ntrace.neuron.artifacts import Session
 from ntrace.render.tables import (
     artifact_files_frame, compare_frame, device_frame, diff_gaps_frame, diff_lanes_frame, diff_ops_frame, findings_frame, gaps_frame, kernels_frame, lanes_frame,
-    ops_frame, rank_collectives_frame, rank_stats_values, ranks_frame, step_devices_frame, steps_frame, stragglers_frame, summary_frame, tracks_frame, variant_names,
+    memory_devices_frame, memory_ops_frame, ops_frame, rank_collectives_frame, rank_stats_values, ranks_frame, step_devices_frame, steps_frame, stragglers_frame, summary_frame, tracks_frame, variant_names,
 )
 from ntrace.summary import Summary
 from ntrace.workflows.analyze import Analysis
@@ -57,6 +57,8 @@ _PER_TRACE: dict[str, Callable[[Summary, OpView], pl.DataFrame]] = {
     "ops": ops_frame,
     "kernels": lambda s, v: kernels_frame(s).head(v.top) if v.top else kernels_frame(s),
     "findings": lambda s, v: findings_frame(s),
+    "memory_devices": lambda s, v: memory_devices_frame(s),
+    "memory_ops": lambda s, v: memory_ops_frame(s),
 }
 
 

@@ -11,7 +11,7 @@ from ntrace.errors import terminal_text
 from ntrace.neuron.artifacts import Session
 from ntrace.render.tables import (
     artifact_files_frame, cell, compare_frame, compare_notes, diff_gaps_frame, diff_lanes_frame, diff_ops_frame, gaps_frame, hardware_tracks_frame,
-    device_frame, device_ops_frame, header, rank_collectives_frame, rank_stats_frame, ranks_frame, stragglers_frame, kernels_frame, lanes_frame, ops_frame, step_devices_frame, steps_frame, summary_frame, variant_names,
+    device_frame, device_ops_frame, header, memory_devices_frame, memory_ops_frame, rank_collectives_frame, rank_stats_frame, ranks_frame, stragglers_frame, kernels_frame, lanes_frame, ops_frame, step_devices_frame, steps_frame, summary_frame, variant_names,
 )
 from ntrace.summary import Summary
 from ntrace.units import fmt_time
@@ -58,6 +58,11 @@ def summary_markdown(profile: Summary, name: str, view: OpView = OpView(), joine
         out += ["**Device activities by name**", "", frame_table(shown), ""]
     if ops.height:
         out += ["**Findings**", "", *_findings(profile), ""]
+    if profile.memory_devices is not None:
+        out += ["**Memory** (the `[memory]` records of profile_memory=True)", "", frame_table(memory_devices_frame(profile)), ""]
+        memory_ops = memory_ops_frame(profile).drop("user_annotation")
+        if memory_ops.height:
+            out += ["**Memory by op** (torch's CPU Mem, Self CPU Mem and device columns)", "", frame_table(memory_ops.head(view.top) if view.top else memory_ops), ""]
     if joined is not None and joined.reports:
         out += ["**Device profiles** of this session", "", frame_table(device_frame(DeviceAnalysis(profile.path, joined.reports)).drop("path", "recommendations")), ""]
         if joined.ops.height:

@@ -16,7 +16,9 @@ from ntrace.neuron.artifacts import Session
 from ntrace.summary import Summary
 from ntrace.units import count, fmt_pct, fmt_time, plural, rate, size
 from ntrace.render.columns import header, headers
-from ntrace.render.tables import cell, compare_notes, diff_gaps_frame, rank_collectives_frame, rank_stats_frame, ranks_frame, stragglers_frame
+from ntrace.render.tables import (
+    cell, compare_notes, diff_gaps_frame, memory_devices_frame, memory_ops_frame, rank_collectives_frame, rank_stats_frame, ranks_frame, stragglers_frame,
+)
 from ntrace.workflows.analyze import Analysis
 from ntrace.workflows.compare import Comparison
 from ntrace.workflows.device import DeviceAnalysis, DeviceJoin
@@ -199,11 +201,26 @@ def summary_text(summary: Summary, session: Session | None, view: OpView = OpVie
         out += ["", "Device activities by name", kernels_text(summary, view.top)]
     if ops.height:
         out += ["", findings_text(summary)]
+    out += memory_text(summary, view.top)
     if session and session.has_artifacts:
         out += ["", session_summary_text(session)]
     if joined is not None and (device_text := device_join_text(joined, session)):
         out += ["", device_text]
     return "\n".join(out)
+
+
+def memory_text(summary: Summary, top: int | None) -> list[str]:
+    """The allocator's figures per device and torch's memory columns of the top ops (largest self CPU Mem first), as lines; none when the trace holds no allocator records."""
+    if summary.memory_devices is None:
+        return []
+    ops = memory_ops_frame(summary)
+    shown = ops.head(top) if top else ops
+    out = ["", "Memory (the [memory] records of profile_memory=True)", _frame_text(memory_devices_frame(summary))]
+    if ops.height:
+        out += ["", "Memory by op (torch's CPU Mem, Self CPU Mem and device columns)", _frame_text(shown.drop("user_annotation"))]
+        if shown.height < ops.height:
+            out.append(f"{plural(ops.height - shown.height, 'more row')}: --all")
+    return out
 
 
 def _warnings(warnings: Sequence[str]) -> list[str]:
