@@ -1,12 +1,13 @@
-"""Shared test helpers: where the real public traces live, a writer for small hand-made traces, a brute-force interval union."""
+"""Shared test helpers: where the real public traces live, a writer for small hand-made traces, a brute-force interval union, the fake torch_neuronx."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import os
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import polars as pl
 
@@ -89,3 +90,25 @@ def explorer_rows() -> pl.DataFrame:
         },
         schema_overrides=EXPLORER_SCHEMA,
     )
+
+
+#: The fake torch_neuronx package: the documented API of the Neuron profiler, logging every call in its CALLS list.
+FAKE_NEURONX = REPO / "tests" / "capture" / "fake_neuronx"
+
+
+def imported_fake_neuronx(monkeypatch: Any, record: Callable[[Any, list[tuple[Any, ...]]], None]) -> Iterator[Any]:
+    """Import the fake torch_neuronx afresh with its CALLS log cleared and `record(monkeypatch, CALLS)` applied, yield it, then forget it (a fixture's body)."""
+    def forget() -> list[str]:
+        return [m for m in sys.modules if m == "torch_neuronx" or m.startswith("torch_neuronx.")]
+
+    for name in forget():
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(FAKE_NEURONX))
+    import torch_neuronx
+    import torch_neuronx.profiling  # noqa: F401
+
+    torch_neuronx.CALLS.clear()
+    record(monkeypatch, torch_neuronx.CALLS)
+    yield torch_neuronx
+    for name in forget():
+        del sys.modules[name]

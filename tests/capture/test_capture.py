@@ -13,6 +13,8 @@ from click.testing import CliRunner
 
 torch = pytest.importorskip("torch")
 
+from helpers import imported_fake_neuronx  # noqa: E402
+
 from ntrace.capture import backends, manifest, rmsnorm  # noqa: E402
 from ntrace.errors import CaptureError  # noqa: E402
 from ntrace.io.manifest import CAPTURE_FILE  # noqa: E402
@@ -105,17 +107,7 @@ def _assert_synchronized_steps(calls: list[tuple[Any, ...]], steps: int) -> None
 @pytest.fixture
 def fake_neuronx(monkeypatch: pytest.MonkeyPatch) -> Any:
     """Import the fake torch_neuronx; torch.compile / profiler / schedule calls go into its CALLS log too."""
-    for name in [m for m in sys.modules if m == "torch_neuronx" or m.startswith("torch_neuronx.")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.syspath_prepend(str(FAKE))
-    import torch_neuronx
-    import torch_neuronx.profiling
-
-    torch_neuronx.CALLS.clear()
-    _record(monkeypatch, torch_neuronx.CALLS)
-    yield torch_neuronx
-    for name in [m for m in sys.modules if m == "torch_neuronx" or m.startswith("torch_neuronx.")]:
-        del sys.modules[name]
+    yield from imported_fake_neuronx(monkeypatch, _record)
 
 
 def _of(calls: list[tuple[Any, ...]], kind: str) -> list[tuple[Any, ...]]:

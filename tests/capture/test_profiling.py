@@ -19,6 +19,8 @@ from click.testing import CliRunner, Result
 
 torch = pytest.importorskip("torch")
 
+from helpers import imported_fake_neuronx  # noqa: E402
+
 import ntrace  # noqa: E402
 from ntrace.capture import neuron_inspect  # noqa: E402
 from ntrace.capture.manifest import KEY_AVERAGES_FILE, capture_info  # noqa: E402
@@ -179,17 +181,7 @@ def _record(monkeypatch: pytest.MonkeyPatch, calls: list[tuple[Any, ...]]) -> No
 @pytest.fixture
 def fake_neuronx(monkeypatch: pytest.MonkeyPatch) -> Any:
     """The fake torch_neuronx; torch.profiler.schedule, profile construction and prof.step() also go into its CALLS log."""
-    for name in [m for m in sys.modules if m == "torch_neuronx" or m.startswith("torch_neuronx.")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.syspath_prepend(str(FAKE))
-    import torch_neuronx
-    import torch_neuronx.profiling
-
-    torch_neuronx.CALLS.clear()
-    _record(monkeypatch, torch_neuronx.CALLS)
-    yield torch_neuronx
-    for name in [m for m in sys.modules if m == "torch_neuronx" or m.startswith("torch_neuronx.")]:
-        del sys.modules[name]
+    yield from imported_fake_neuronx(monkeypatch, _record)
 
 
 def test_neuron_context_manager_uses_the_documented_api(fake_neuronx: Any, train_py: Path, tmp_path: Path) -> None:
