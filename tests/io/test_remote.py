@@ -163,3 +163,33 @@ def test_convert_reads_s3_and_its_parquet_and_dataset_name_the_urls(bucket: str,
     assert [r["trace"] for r in ranks["ranks"]] == [f"s3://{bucket}/ranks/rank-{r}.trace.json" for r in range(2)]
     bad = CliRunner().invoke(main, ["convert", f"s3://{bucket}/nothing", "-o", str(tmp_path / "none")])
     assert bad.exit_code == 2 and bad.stderr.startswith(f"error: s3://{bucket}/nothing: ")
+
+
+def test_ranks_downloads_a_datasets_events_only_for_ranks_whose_summary_is_unusable(bucket: str, endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An S3 dataset's per-rank summaries are all ranks reads: no events file is downloaded, except a rank's whose summary is gone (then summarized from its events, as locally)."""
+    from ntrace.io import remote
+
+    (tmp_path / "run").mkdir()
+    for rank in range(3):
+        events = [x("ProfilerStep#1", "user_annotation", 0, 100), x("ncclDevKernel_AllReduce", "kernel", 10 + rank, 20 - rank, pid=0, tid=7, stream=7, device=0)]
+        write_trace(tmp_path / "run" / f"rank-{rank}.trace.json", events, distributedInfo={"rank": rank, "world_size": 3})
+    assert CliRunner().invoke(main, ["convert", str(tmp_path / "run"), "-o", str(tmp_path / "ds"), "--by-rank"]).exit_code == 0
+    s3 = boto3.client("s3", endpoint_url=endpoint)
+    for path in (tmp_path / "ds").rglob("*"):
+        if path.is_file():
+            s3.upload_file(str(path), bucket, f"ds/{path.relative_to(tmp_path / 'ds').as_posix()}")
+    got: list[str] = []
+    real_get = remote._get
+    monkeypatch.setattr(remote, "_get", lambda fs, url, name, local: got.append(name) or real_get(fs, url, name, local))
+    local = CliRunner().invoke(main, ["ranks", str(tmp_path / "ds"), "--format", "json", "-q"])
+    remote_run = CliRunner().invoke(main, ["ranks", f"s3://{bucket}/ds", "--format", "json", "-q"])
+    assert remote_run.exit_code == 0 and remote_run.stdout == local.stdout
+    assert len(got) == 3 and all(n.endswith(".summary.json") for n in got)
+    (gone,) = (tmp_path / "ds" / "rank=1").glob("_*.summary.json")
+    s3.delete_object(Bucket=bucket, Key=f"ds/rank=1/{gone.name}")
+    gone.unlink()
+    got.clear()
+    local = CliRunner().invoke(main, ["ranks", str(tmp_path / "ds"), "--format", "json", "-q"])
+    remote_run = CliRunner().invoke(main, ["ranks", f"s3://{bucket}/ds", "--format", "json", "-q"])
+    assert remote_run.exit_code == 0 and json.loads(remote_run.stdout)["ranks"] == json.loads(local.stdout)["ranks"]
+    assert sorted(n.rpartition("/")[2].endswith(".parquet") for n in got) == [False, False, True] and any("rank=1/" in n for n in got if n.endswith(".parquet"))

@@ -61,6 +61,12 @@ def dataset_parts(root: Path) -> list[Part]:
     return parts
 
 
+def is_partition_events(name: str) -> bool:
+    """True for the name (relative to a dataset's root, with /) of an events file in a rank partition: what `ranks` reads only when its summary is missing or unusable."""
+    first, _, rest = name.partition("/")
+    return bool(rest) and PARTITION.fullmatch(first) is not None and name.endswith(".parquet") and not name.rpartition("/")[2].startswith(("_", "."))
+
+
 def write_rank_summary(path: Path, summary: RankSummary, **provenance: Any) -> Path:
     """Write a rank summary file atomically, with `provenance` (its rank, rule, events file) recorded in it."""
     return write_bytes(path, summary.to_bytes(**provenance))

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ntrace.errors import InputError, NtraceError
 from ntrace.io.files import check_fits
@@ -34,9 +34,21 @@ class LocalCopies:
 
     paths: list[str | Path]
     urls: dict[str, str] = field(default_factory=dict)  # a copy's path → its URL
+    deferred: dict[Path, tuple[Any, str, str]] = field(default_factory=dict)  # a file not downloaded yet: where it goes → (file system, URL, its name there)
 
     def __iter__(self) -> Iterator[str | Path]:
         return iter(self.paths)
+
+    def fetch(self, local: Path) -> None:
+        """Download the deferred file that belongs at `local` (see local_copies' `defer`)."""
+        fs, url, name = self.deferred.pop(local)
+        nbytes = int(fs.info(name).get("size") or 0)
+        where = local.parent
+        while not where.exists():
+            where = where.parent
+        if nbytes > (free := shutil.disk_usage(where).free):
+            raise InputError(url, f"{name}: is too large to download: {size(nbytes)}, {size(free)} free in {where}")
+        _get(fs, url, name, local)
 
     def shown(self, text: str) -> str:
         """`text` with every path at or under a copy written as the URL it came from (the copy is gone when the user reads it)."""
@@ -46,14 +58,19 @@ class LocalCopies:
 
 
 @contextlib.contextmanager
-def local_copies(paths: Sequence[str | Path]) -> Iterator[LocalCopies]:
-    """`paths` with each URL replaced by a local copy of what it names (a file, or a directory of everything under a prefix), removed afterwards."""
+def local_copies(paths: Sequence[str | Path], defer: Callable[[str], bool] | None = None) -> Iterator[LocalCopies]:
+    """`paths` with each URL replaced by a local copy of what it names (a file, or a directory of everything under a prefix), removed afterwards.
+
+    Files under a prefix whose name there (relative, with /) `defer` accepts are not downloaded:
+    they wait in LocalCopies.deferred until `fetch`ed.
+    """
     if not any(is_url(p) for p in paths):
         yield LocalCopies(list(paths))
         return
     with tempfile.TemporaryDirectory(prefix="ntrace-remote-") as tmp:
-        copies = {str(p): _download(str(p), Path(tmp) / str(i)) for i, p in enumerate(paths) if is_url(p)}  # URL → the file or directory standing for it
-        local = LocalCopies([copies.get(str(p), p) for p in paths], {str(copy): url.rstrip("/") for url, copy in copies.items()})
+        deferred: dict[Path, tuple[Any, str, str]] = {}
+        copies = {str(p): _download(str(p), Path(tmp) / str(i), defer, deferred) for i, p in enumerate(paths) if is_url(p)}  # URL → the file or directory standing for it
+        local = LocalCopies([copies.get(str(p), p) for p in paths], {str(copy): url.rstrip("/") for url, copy in copies.items()}, deferred)
         try:
             yield local
         except NtraceError as exc:  # an error about a downloaded file names it by its URL, not its temporary copy
@@ -76,8 +93,8 @@ def _filesystem(url: str) -> tuple[Any, str]:
     return fs, root
 
 
-def _download(url: str, dest: Path) -> Path:
-    """Copy the file at `url`, or every file under it, into `dest`; the local path standing for `url`."""
+def _download(url: str, dest: Path, defer: Callable[[str], bool] | None, deferred: dict[Path, tuple[Any, str, str]]) -> Path:
+    """Copy the file at `url`, or every file under it but those `defer` accepts (noted in `deferred`), into `dest`; the local path standing for `url`."""
     fs, root = _filesystem(url)
     try:
         info = fs.info(root)
@@ -89,6 +106,11 @@ def _download(url: str, dest: Path) -> Path:
     files = {name: int(meta.get("size") or 0) for name, meta in listing.items() if meta.get("type") == "file"}
     if not files:
         raise InputError(url, "holds no files")
+    base = root.rstrip("/")
+    if info["type"] == "directory" and defer is not None:
+        for name in [n for n in files if defer(n[len(base) :].lstrip("/"))]:
+            del files[name]
+            deferred[dest / name[len(base) :].lstrip("/")] = (fs, url, name)
     total = sum(files.values())
     dest.mkdir(parents=True)
     if total > (free := shutil.disk_usage(dest).free):
@@ -100,7 +122,6 @@ def _download(url: str, dest: Path) -> Path:
         local = dest / Path(root).name
         _get(fs, url, root, local)
         return local
-    base = root.rstrip("/")
     for name in files:
         _get(fs, url, name, dest / name[len(base) :].lstrip("/"))
     return dest

@@ -10,7 +10,7 @@ import polars as pl
 
 from ntrace.analyses import ranks as rk
 from ntrace.errors import InputError, NtraceError
-from ntrace.io.dataset import dataset_parts, events_problem, is_dataset, read_rank_summary
+from ntrace.io.dataset import dataset_parts, events_problem, is_dataset, is_partition_events, read_rank_summary, summary_path
 from ntrace.io.discover import find_traces
 from ntrace.io.remote import local_copies
 from ntrace.summary import RankSummary, Summary
@@ -75,12 +75,23 @@ def _ranked(summaries: list[RankSummary], warnings: list[str]) -> list[tuple[int
 
 def ranks(paths: Sequence[str | Path], jobs: int = 1, executor: Executor | None = None) -> RankAnalysis:
     """Analyze every trace at or under `paths` (local paths or fsspec URLs) as one rank each (in `jobs` worker processes, or on `executor`), then compare and align the ranks."""
-    with local_copies(paths) as copies:
+    with local_copies(paths, defer=is_partition_events) as copies:  # a dataset's events are fetched only for ranks whose summary is unusable
+        for events in list(copies.deferred):
+            if not _usable(summary_path(events)):
+                copies.fetch(events)
         result = _ranks(copies.paths, jobs, executor)
     if not copies.urls:
         return result
     table = result.table.with_columns(trace=pl.Series([copies.shown(t) for t in result.table["trace"]], dtype=pl.String))
     return replace(result, table=table, warnings=tuple(map(copies.shown, result.warnings)))
+
+
+def _usable(summary: Path) -> bool:
+    """True when the rank summary file at `summary` exists and holds a summary this analysis code wrote."""
+    try:
+        return summary.is_file() and read_rank_summary(summary) is not None
+    except NtraceError:
+        return False
 
 
 def _from_dataset(root: Path, notes: list[str]) -> list[RankSummary | Path]:
