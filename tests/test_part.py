@@ -128,3 +128,37 @@ def test_cli_window_and_steps(tmp_path: Path) -> None:
         assert result.exit_code == 2, args
     result = runner.invoke(main, ["analyze", str(path), "--steps", "7"])
     assert result.exit_code == 2 and result.output.strip().splitlines() == [f"error: {path}: --steps 7-7: no profiler step in that range (its steps are 1–2)"]
+
+
+def test_every_command_that_reads_a_trace_takes_a_part(tmp_path: Path) -> None:
+    """--steps and --window on export, report, compare and diff read the same part analyze does: the same events, op table and device time."""
+    import json
+
+    from click.testing import CliRunner
+
+    from ntrace.cli import main
+
+    path = launch_trace(tmp_path)
+    runner = CliRunner()
+
+    def ok(*args: str) -> str:
+        result = runner.invoke(main, [*args])
+        assert result.exit_code == 0, (args, result.output)
+        return result.stdout
+
+    for part, cut in ((["--steps", "2"], Part(steps=(2, 2))), (["--window", ":100"], Part(window=(0, 100_000)))):
+        profile = load(path, part=cut)
+        events, device_us = profile.complete.height, profile.device_ns / 1000
+        assert json.loads(ok("analyze", str(path), "--format", "json", *part))["profiles"][0]["events"] == events < load(path).complete.height
+        ok("export", str(path), "--perfetto", str(tmp_path / "out.json"), "-q", *part)
+        exported = json.loads((tmp_path / "out.json").read_text())["traceEvents"]
+        assert sorted(e["name"] for e in exported if e.get("ph") == "X" and e.get("pid") != "ntrace") == sorted(profile.complete["name"].to_list()), part
+        ok("report", str(path), "-o", str(tmp_path / "r.html"), "-q", *part)
+        assert f"{events} complete events over a" in (tmp_path / "r.html").read_text(), part
+        (row,) = json.loads(ok("compare", str(path), "--format", "json", *part))["variants"]
+        assert row["device_time_us"] == device_us, part
+        same = json.loads(ok("diff", str(path), str(path), "--format", "json", *part))
+        assert same["device_time_us"] == {"base": device_us, "test": device_us} and {o["status_cpu"] for o in same["ops"]} - {None} == {"unchanged"}, part
+    result = runner.invoke(main, ["report", str(path), "-o", str(tmp_path / "none.html"), "--steps", "7"])
+    assert result.exit_code == 2 and result.output.strip().splitlines() == [f"error: {path}: --steps 7-7: no profiler step in that range (its steps are 1–2)"]
+    assert not (tmp_path / "none.html").exists()

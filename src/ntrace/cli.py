@@ -124,6 +124,16 @@ def _table_option(command: str) -> Callable[[Callable[..., Any]], Callable[..., 
     )
 
 
+def _part_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--window and --steps: the part of each trace a command reads (ntrace.analyses.part)."""
+    window = click.option(
+        "--window", "window", default=None, metavar="START:END",
+        help="Only this time window of each trace, from its first event start: µs, or with a unit (250:1.5ms, 2s:, :800us); host events starting in it, and the device work they launched.",
+    )  # fmt: skip
+    steps = click.option("--steps", "steps", default=None, metavar="N-M", help="Only profiler steps N to M (ProfilerStep#N…#M, or one step N): from step N's start to step M's end, cut as --window.")
+    return window(steps(command))
+
+
 def _rendered(fmt: str, csv_table: str | None, what: str, *args: Any) -> str:
     """The renderer's `what` output of `args`; with --format csv, the table --table names (refused with another format)."""
     if fmt != "csv":
@@ -254,8 +264,7 @@ def main(debug: bool) -> None:
 @click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Analyze this many traces in parallel.")
 @click.option("--executor", "address", default=None, metavar="ADDRESS", help=_EXECUTOR_HELP)
 @click.option("--plain", is_flag=True, help="Use the plain orjson decoder instead of the typed fast path.")
-@click.option("--window", "window", default=None, metavar="START:END", help="Analyze only this time window, from the trace's first event start: µs, or with a unit (250:1.5ms, 2s:, :800us); host events starting in it, and the device work they launched.")
-@click.option("--steps", "steps", default=None, metavar="N-M", help="Analyze only profiler steps N to M (ProfilerStep#N…#M, or one step N): from step N's start to step M's end, cut as --window.")
+@_part_options
 @click.option("--max-events", type=click.IntRange(1), default=None, help="Read only each trace's first N events in file order (for traces too large for memory; --window and --steps cut by time).")
 @click.option("--sort-by", type=click.Choice(list(SORT_KEYS)), default="self_cpu_time_total", show_default=True, help="Sort the op table by this torch key.")
 @click.option("--top", type=click.IntRange(1), default=None, help="Show only the first N rows of the op table (--format table: 20 unless --all).")
@@ -448,8 +457,9 @@ def capture(
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--perfetto", "out", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Write a Chrome-trace JSON that Perfetto (ui.perfetto.dev) and chrome://tracing open.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@_part_options
 @_fail_cleanly
-def export(path: Path, out: Path, quiet: bool) -> None:
+def export(path: Path, out: Path, quiet: bool, window: str | None, steps: str | None) -> None:
     """Export one trace (or Neuron Explorer .parquet) with lanes as named processes, one track per stream, launch flows and hardware idle gaps."""
     from ntrace.errors import InputError
     from ntrace.io.discover import find_traces
@@ -461,8 +471,9 @@ def export(path: Path, out: Path, quiet: bool) -> None:
     if len(traces) != 1:
         listed = ", ".join(str(t) for t in traces[:3]) + (", …" if len(traces) > 3 else "")
         raise InputError(path, f"holds {plural(len(traces), 'trace')} ({listed or 'none'}); export one file at a time")
+    part = _part(window, steps)
     with _progress(enabled=not quiet):
-        profile = load(traces[0])
+        profile = load(traces[0], part=part)
         written = export_perfetto(profile, out)
     _warn([*skipped, *profile.trace.warnings])
     click.echo(f"wrote {one_line(str(written))}: {plural(profile.complete.height, 'slice')}, {plural(profile.links.height, 'flow')}, {plural(profile.hardware_idle.height, 'hardware idle gap')}; open it in https://ui.perfetto.dev or chrome://tracing")
@@ -518,13 +529,15 @@ def artifacts(path: Path, fmt: str, fail_on_damage: bool) -> None:
 @click.option("--title", default=None, help="Page title (default: the analyzed path).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar on stderr.")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Load this many traces in parallel.")
+@_part_options
 @_fail_cleanly
-def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: int) -> None:
+def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: int, window: str | None, steps: str | None) -> None:
     """Write one self-contained HTML report that opens offline: the verdict, steps, operators, kernels, findings, device and ranks views, and a timeline that redraws exact events at every zoom."""
     from ntrace.render.html import report as run
 
+    part = _part(window, steps)
     with _progress(enabled=not quiet):
-        result, written = run(path, out, title=title, jobs=jobs)
+        result, written = run(path, out, title=title, jobs=jobs, part=part)
     _warn(result.all_warnings)
     click.echo(f"wrote {one_line(str(written))} ({written.stat().st_size / 1024:.0f} KiB, {plural(len(result.summaries), 'trace')}); open it in any browser, no network needed")
 
@@ -565,8 +578,9 @@ def convert(path: str, out: Path, jobs: int, plain: bool, by_rank: bool) -> None
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--baseline", default=None, help="Variant (name or path) the speed-up is measured against; default: the first.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one row per variant; markdown: a table for pull requests.")
+@_part_options
 @_fail_cleanly
-def compare(paths: tuple[Path, ...], baseline: str | None, fmt: str) -> None:
+def compare(paths: tuple[Path, ...], baseline: str | None, fmt: str, window: str | None, steps: str | None) -> None:
     """Compare variants side by side: device time, self CPU, device op calls, hardware idle, speed-up.
 
     Give one directory per variant, or one directory holding several (each entry under it with
@@ -574,8 +588,9 @@ def compare(paths: tuple[Path, ...], baseline: str | None, fmt: str) -> None:
     """
     from ntrace.workflows.compare import compare as run
 
+    part = _part(window, steps)
     with _progress(enabled=True):  # shown only on a terminal, once a run takes a second
-        result = run(paths, baseline=baseline)
+        result = run(paths, baseline=baseline, part=part)
     text = _renderer(fmt).compare(result)
     _warn(result.warnings)
     click.echo(text, nl=fmt == "json")
@@ -591,14 +606,16 @@ def compare(paths: tuple[Path, ...], baseline: str | None, fmt: str) -> None:
 @click.option("--fail-above", type=float, default=None, help="Exit 1 when total device time grows by more than this percent (a CI gate).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one table (--table); markdown: tables for pull requests.")
 @_table_option("diff")
+@_part_options
 @_fail_cleanly
-def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt: str, csv_table: str | None) -> None:
+def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt: str, csv_table: str | None, window: str | None, steps: str | None) -> None:
     """Diff TEST against BASE: per-op added/removed/slower/faster/unchanged, lane totals and gaps before and after."""
     from ntrace.units import fmt_time
     from ntrace.workflows.diff import diff as run
 
+    part = _part(window, steps)
     with _progress(enabled=True):  # shown only on a terminal, once a run takes a second
-        result = run(base, test, threshold=threshold)
+        result = run(base, test, threshold=threshold, part=part)
     text = _rendered(fmt, csv_table, "diff", result)
     _warn(result.warnings)
     click.echo(text, nl=fmt == "json")

@@ -17,6 +17,7 @@ import orjson
 import polars as pl
 
 from ntrace.analyses.device import DeviceReport
+from ntrace.analyses.part import Part
 from ntrace.io.atomic import write_text
 from ntrace.io.manifest import variant_name
 from ntrace.lanes import LANES
@@ -235,7 +236,7 @@ def write_report(analysis: Analysis, out: str | Path, title: str | None = None) 
     return write_text(out, render(analysis, title))
 
 
-def report(path: str | Path, out: str | Path, *, title: str | None = None, jobs: int = 1) -> tuple[Analysis, Path]:
-    """Analyze every trace under `path` with what its timeline draws and write the report to `out` atomically; returns the analysis and the file written."""
-    result = analyze(path, jobs=jobs, timeline=True)
+def report(path: str | Path, out: str | Path, *, title: str | None = None, jobs: int = 1, part: Part | None = None) -> tuple[Analysis, Path]:
+    """Analyze every trace under `path` (only its `part`, when given) with what its timeline draws and write the report to `out` atomically; returns the analysis and the file written."""
+    result = analyze(path, jobs=jobs, timeline=True, part=part)
     return result, write_report(result, out, title)

@@ -23,6 +23,7 @@ from ntrace.analyses.device import ENGINES, DeviceReport
 from ntrace.analyses.neffs import variant_device
 from ntrace.analyses.ops import UNLINKED, op_table
 from ntrace.analyses.stats import nearest_rank
+from ntrace.analyses.part import Part
 from ntrace.errors import InputError, valid_text
 from ntrace.io.discover import find_traces
 from ntrace.io.manifest import variant_name
@@ -152,8 +153,8 @@ def _op_names(summaries: Sequence[Summary]) -> set[str]:
     return {n for s in summaries for n in s.op_groups.filter(~pl.col("user_annotation") & (pl.col("name") != UNLINKED))["name"].to_list()}
 
 
-def compare(paths: Sequence[str | Path], baseline: str | None = None) -> Comparison:
-    """One row per variant (COMPARE_SCHEMA) with the speed-up over the baseline, the basis it was measured on, and warnings.
+def compare(paths: Sequence[str | Path], baseline: str | None = None, part: Part | None = None) -> Comparison:
+    """One row per variant (COMPARE_SCHEMA) with the speed-up over the baseline, the basis it was measured on, and warnings; `part` keeps only that part of every trace.
 
     Variants keep the order of `paths`; the variants found under one directory go slowest first
     (most device time, or the longest median step), as the article's table does. The baseline is
@@ -165,7 +166,7 @@ def compare(paths: Sequence[str | Path], baseline: str | None = None) -> Compari
     for path, traces in variants:
         summaries = []
         for trace in traces:
-            summaries.append(summarize(trace))
+            summaries.append(summarize(trace, part=part))
             done += 1
             progress("analyzing traces", done, n, "traces")
         groups.append((variant_name(path), path, summaries, [report(d) for d in find_profiles(path)]))
