@@ -47,3 +47,26 @@ def test_compare_and_convert_count_their_traces(many: Path, tmp_path: Path) -> N
 def test_chunks_are_a_few_per_worker_and_never_empty() -> None:
     assert chunk_size(1, 4) == 1 and chunk_size(7, 2) == 1
     assert chunk_size(2000, 2) == 64 and chunk_size(400, 2) == 50
+
+
+def _polars_threads() -> int:
+    """A worker's Polars thread pool size."""
+    import polars as pl
+
+    return pl.thread_pool_size()
+
+
+def test_workers_share_out_the_cores_for_polars_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each of N workers gives Polars cores / N threads (at least 1); the parent's environment is left as it was, and a user's POLARS_MAX_THREADS wins."""
+    import os
+
+    from ntrace.workflows.analyze import worker_pool
+
+    monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)
+    with worker_pool(2) as pool:
+        assert pool.submit(_polars_threads).result() == max(1, len(os.sched_getaffinity(0)) // 2)
+    assert "POLARS_MAX_THREADS" not in os.environ
+    monkeypatch.setenv("POLARS_MAX_THREADS", "3")
+    with worker_pool(2) as pool:
+        assert pool.submit(_polars_threads).result() == 3
+    assert os.environ["POLARS_MAX_THREADS"] == "3"

@@ -8,6 +8,8 @@ analyzed again: its summary is read and its events are never decoded.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
@@ -162,13 +164,33 @@ def _each(fn: Callable[..., T], args: tuple[Sequence[Any], ...], jobs: int, exec
     if executor is not None:
         return counted(executor.map(fn, *args), n)
     if jobs > 1 and n > 1:
-        from concurrent.futures import ProcessPoolExecutor  # imported here: process pools cost ~25 ms of start-up to import
-        from multiprocessing import get_context
-
         workers = min(jobs, n)
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=in_worker) as pool:  # fork can deadlock Polars' threads
+        with worker_pool(workers) as pool:
             return counted(pool.map(fn, *args, chunksize=chunk_size(n, workers)), n)
     return counted((fn(*a) for a in zip(*args)), n)
+
+
+@contextlib.contextmanager
+def worker_pool(workers: int) -> Iterator[Executor]:
+    """A pool of `workers` spawned processes (fork can deadlock Polars' threads), each giving Polars its share of the cores.
+
+    The processes share out the machine, so each one's Polars thread pool gets cores / workers
+    threads (POLARS_MAX_THREADS, read when Polars is imported, hence set for the spawn) unless
+    the user set it: threads beyond that only wait on each other, which costs more than the
+    queries of a small trace.
+    """
+    from concurrent.futures import ProcessPoolExecutor  # imported here: process pools cost ~25 ms of start-up to import
+    from multiprocessing import get_context
+
+    user = os.environ.get("POLARS_MAX_THREADS")
+    if user is None:
+        os.environ["POLARS_MAX_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // workers))
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=in_worker) as pool:
+            yield pool
+    finally:
+        if user is None:
+            os.environ.pop("POLARS_MAX_THREADS", None)
 
 
 def chunk_size(n: int, workers: int) -> int:

@@ -23,10 +23,9 @@ from ntrace.io import read_trace
 from ntrace.io.cache import write_cache
 from ntrace.io.dataset import partition, summary_path, write_rank_summary
 from ntrace.io.discover import SUMMARY_SUFFIX, find_traces
-from ntrace.io.kineto import in_worker
 from ntrace.io.remote import is_url, local_copies
 from ntrace.profile import Profile
-from ntrace.workflows.analyze import chunk_size, counted
+from ntrace.workflows.analyze import chunk_size, counted, worker_pool
 
 
 #: The longest file name (in bytes) that common file systems (ext4, XFS, APFS, NTFS in UTF-8) accept.
@@ -106,10 +105,7 @@ def _convert(root: Path, out_dir: Path, jobs: int, fast: bool, by_rank: bool, sh
     args = (traces, [out_dir] * len(traces), rels, [fast] * len(traces), urls)
     work = _convert_rank if by_rank else _convert_one
     if jobs > 1 and len(traces) > 1:
-        from concurrent.futures import ProcessPoolExecutor  # imported only here: start-up of every other command
-        from multiprocessing import get_context
-
-        with ProcessPoolExecutor(max_workers=min(jobs, len(traces)), mp_context=get_context("spawn"), initializer=in_worker) as pool:  # fork can deadlock Polars' threads
+        with worker_pool(min(jobs, len(traces))) as pool:
             results = counted(pool.map(work, *args, chunksize=chunk_size(len(traces), min(jobs, len(traces)))), len(traces), "converting traces")
     else:
         results = counted(map(work, *args), len(traces), "converting traces")
