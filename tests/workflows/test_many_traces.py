@@ -60,11 +60,11 @@ def test_workers_share_out_the_cores_for_polars_threads(monkeypatch: pytest.Monk
     """Each of N workers gives Polars cores / N threads (at least 1); the parent's environment is left as it was, and a user's POLARS_MAX_THREADS wins."""
     import os
 
-    from ntrace.workflows.analyze import worker_pool
+    from ntrace.workflows.analyze import cores, worker_pool
 
     monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)
     with worker_pool(2) as pool:
-        assert pool.submit(_polars_threads).result() == max(1, len(os.sched_getaffinity(0)) // 2)
+        assert pool.submit(_polars_threads).result() == max(1, cores() // 2)
     assert "POLARS_MAX_THREADS" not in os.environ
     monkeypatch.setenv("POLARS_MAX_THREADS", "3")
     with worker_pool(2) as pool:

@@ -170,6 +170,11 @@ def _each(fn: Callable[..., T], args: tuple[Sequence[Any], ...], jobs: int, exec
     return counted((fn(*a) for a in zip(*args)), n)
 
 
+def cores() -> int:
+    """The cores this process may run on (all of the machine's where the platform cannot say)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 @contextlib.contextmanager
 def worker_pool(workers: int) -> Iterator[Executor]:
     """A pool of `workers` spawned processes (fork can deadlock Polars' threads), each giving Polars its share of the cores.
@@ -184,7 +189,7 @@ def worker_pool(workers: int) -> Iterator[Executor]:
 
     user = os.environ.get("POLARS_MAX_THREADS")
     if user is None:
-        os.environ["POLARS_MAX_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // workers))
+        os.environ["POLARS_MAX_THREADS"] = str(max(1, cores() // workers))
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=in_worker) as pool:
             yield pool
