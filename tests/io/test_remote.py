@@ -113,16 +113,22 @@ def test_ranks_reads_s3_prefixes_and_names_their_urls(bucket: str, endpoint: str
     assert "ntrace-remote-" not in json.dumps(doc)
 
 
-def test_ranks_reads_an_s3_dataset(bucket: str, endpoint: str, tmp_path: Path) -> None:
+def _uploaded_dataset(tmp_path: Path, bucket: str, endpoint: str, name: str, ranks: int) -> Any:
+    """`ranks` rank traces (rank r's all-reduce starting r µs late) converted into the dataset tmp_path/NAME and uploaded under NAME/; the S3 client."""
     (tmp_path / "run").mkdir()
-    for rank in range(2):
+    for rank in range(ranks):
         events = [x("ProfilerStep#1", "user_annotation", 0, 100), x("ncclDevKernel_AllReduce", "kernel", 10 + rank, 20 - rank, pid=0, tid=7, stream=7, device=0)]
-        write_trace(tmp_path / "run" / f"rank-{rank}.trace.json", events, distributedInfo={"rank": rank, "world_size": 2})
-    assert CliRunner().invoke(main, ["convert", str(tmp_path / "run"), "-o", str(tmp_path / "dataset"), "--by-rank"]).exit_code == 0
+        write_trace(tmp_path / "run" / f"rank-{rank}.trace.json", events, distributedInfo={"rank": rank, "world_size": ranks})
+    assert CliRunner().invoke(main, ["convert", str(tmp_path / "run"), "-o", str(tmp_path / name), "--by-rank"]).exit_code == 0
     s3 = boto3.client("s3", endpoint_url=endpoint)
-    for path in (tmp_path / "dataset").rglob("*"):
+    for path in (tmp_path / name).rglob("*"):
         if path.is_file():
-            s3.upload_file(str(path), bucket, f"dataset/{path.relative_to(tmp_path / 'dataset').as_posix()}")
+            s3.upload_file(str(path), bucket, f"{name}/{path.relative_to(tmp_path / name).as_posix()}")
+    return s3
+
+
+def test_ranks_reads_an_s3_dataset(bucket: str, endpoint: str, tmp_path: Path) -> None:
+    _uploaded_dataset(tmp_path, bucket, endpoint, "dataset", 2)
     local = CliRunner().invoke(main, ["ranks", str(tmp_path / "dataset"), "--format", "json", "-q"])
     remote = CliRunner().invoke(main, ["ranks", f"s3://{bucket}/dataset", "--format", "json", "-q"])
     assert remote.exit_code == 0 and remote.stdout == local.stdout
@@ -169,15 +175,7 @@ def test_ranks_downloads_a_datasets_events_only_for_ranks_whose_summary_is_unusa
     """An S3 dataset's per-rank summaries are all ranks reads: no events file is downloaded, except a rank's whose summary is gone (then summarized from its events, as locally)."""
     from ntrace.io import remote
 
-    (tmp_path / "run").mkdir()
-    for rank in range(3):
-        events = [x("ProfilerStep#1", "user_annotation", 0, 100), x("ncclDevKernel_AllReduce", "kernel", 10 + rank, 20 - rank, pid=0, tid=7, stream=7, device=0)]
-        write_trace(tmp_path / "run" / f"rank-{rank}.trace.json", events, distributedInfo={"rank": rank, "world_size": 3})
-    assert CliRunner().invoke(main, ["convert", str(tmp_path / "run"), "-o", str(tmp_path / "ds"), "--by-rank"]).exit_code == 0
-    s3 = boto3.client("s3", endpoint_url=endpoint)
-    for path in (tmp_path / "ds").rglob("*"):
-        if path.is_file():
-            s3.upload_file(str(path), bucket, f"ds/{path.relative_to(tmp_path / 'ds').as_posix()}")
+    s3 = _uploaded_dataset(tmp_path, bucket, endpoint, "ds", 3)
     got: list[str] = []
     real_get = remote._get
     monkeypatch.setattr(remote, "_get", lambda fs, url, name, local: got.append(name) or real_get(fs, url, name, local))
