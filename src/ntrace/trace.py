@@ -77,3 +77,19 @@ class Trace:
     meta: Mapping[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     variant: str | None = None  # the variant its capture manifest (capture.json) names, found when it was read
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "events", constant_nulls(self.events))
+
+
+def constant_nulls(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with every column that holds only nulls kept as one constant null, not a value per row.
+
+    Most traces leave several columns empty (the `[memory]` fields without profile_memory, the
+    NEFF name outside Neuron): stored per row they cost 8 bytes (Int64) or 16 (String) per event,
+    and so does every copy an analysis makes of them. The values are the same.
+    """
+    if not frame.height:
+        return frame
+    empty = [c for c, nulls in zip(frame.columns, frame.null_count().row(0)) if nulls == frame.height]
+    return frame.with_columns(pl.lit(None, frame.schema[c]).alias(c) for c in empty) if empty else frame
