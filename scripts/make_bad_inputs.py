@@ -974,6 +974,13 @@ def _(out: Path) -> str:
     return put_dir(out, "directory_of_12_tiny_traces", {f"rank{i}.pt.trace.json": SOUND for i in range(12)})
 
 
+@case("rank_near_2_62", 0, "warning", r"ranks missing from 0\.\.4611686018427387899: 1, 2, .*, 20, … \(4,611,686,018,427,387,898 in all\)", args=("ranks", "{path}"),
+      why="A rank 2**62 - 5 beside rank 0 (the fuzzer's explorer target found report listing every missing rank: 23 GB, then the OOM killer): 20 listed, the rest counted.")
+def _(out: Path) -> str:
+    far = doc_bytes(sound_events(), distributedInfo={"rank": 2**62 - 5})
+    return put_dir(out, "rank_near_2_62", {"rank0.pt.trace.json": SOUND, "far.pt.trace.json": far})
+
+
 @case("directory_with_cut_trace_compare", 0, "warning", r"is cut off at byte", args=("compare", "{path}"), why="compare on a folder with a trace cut off mid-write: the salvage warning is printed, as analyze prints it.")
 def _(out: Path) -> str:
     return put_dir(out, "directory_with_cut_trace_compare", {"a.pt.trace.json": _cut_mid_event(SOUND), "b.pt.trace.json": SOUND})

@@ -254,3 +254,16 @@ def test_ranks_leave_out_op_table_warnings_from_traces_and_datasets_alike(tmp_pa
     for source in (tmp_path / "run", tmp_path / "ds"):
         result = ranks([source])
         assert result.table["steps"].to_list() == [1] and not any("negative self CPU" in w for w in result.warnings), source
+
+
+def test_a_huge_rank_or_world_size_is_counted_not_listed(tmp_path: Path) -> None:
+    """A rank number or world size near 2**62 (a damaged or hostile trace) gives a warning that lists 20 missing ranks and counts the rest, in no more memory than the ranks present need."""
+    events = [x("ProfilerStep#1", "user_annotation", 0, 100)]
+    write_trace(tmp_path / "a.json", events, distributedInfo={"rank": 0, "world_size": 2**62})
+    write_trace(tmp_path / "b.json", events, distributedInfo={"rank": 2**62 - 5})
+    result = ranks([tmp_path])
+    assert result.table["rank"].to_list() == [0, 2**62 - 5]
+    (line,) = [w for w in result.warnings if w.startswith("ranks missing")]
+    assert line == f"ranks missing from 0..{2**62 - 1}: {', '.join(map(str, range(1, 21)))}, … ({2**62 - 2:,} in all)"
+    report = CliRunner().invoke(main, ["report", str(tmp_path), "-o", str(tmp_path / "r.html"), "-q"])
+    assert report.exit_code == 0, report.output
