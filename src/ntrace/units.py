@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
 
 def us_text(ns: int) -> str:
     """Integer ns as exact decimal µs text with three decimals (1712195495505582988 → "1712195495505582.988"): no binary float on the way out."""
@@ -80,3 +82,13 @@ def parse_time(text: str) -> int:
     if not amount.is_finite() or amount < 0:
         raise ValueError(f"{text!r}: a time here is a finite number ≥ 0")
     return int(amount * TIME_UNITS[unit])
+
+
+def first_missing(present: Iterable[int], end: int, shown: int = 20) -> list[int]:
+    """The first `shown` numbers of 0..end-1 not in `present`, found in as many steps as numbers are present (an `end` of 2**62 from a hostile file must not list them all)."""
+    have, out, number = set(present), list[int](), 0
+    while len(out) < shown and number < end:
+        if number not in have:
+            out.append(number)
+        number += 1
+    return out

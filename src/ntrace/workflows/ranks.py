@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import polars as pl
 
@@ -14,7 +14,7 @@ from ntrace.io.dataset import dataset_parts, events_problem, is_dataset, is_part
 from ntrace.io.discover import find_traces
 from ntrace.io.remote import local_copies
 from ntrace.summary import RankSummary, Summary
-from ntrace.units import plural
+from ntrace.units import first_missing, plural
 from ntrace.workflows.analyze import summarize_ranks
 
 if TYPE_CHECKING:  # concurrent.futures is imported only where a pool is made
@@ -69,24 +69,10 @@ def _ranked(summaries: list[RankSummary], warnings: list[str]) -> list[tuple[int
             worlds.add(info["world_size"])
     world = max([*worlds, max(kept, default=-1) + 1])
     if missing := world - len(kept):
-        first = _first_missing(kept.keys(), world)
+        first = first_missing(kept.keys(), world)
         more = f", … ({missing:,} in all)" if missing > len(first) else ""
         warnings.append(f"ranks missing from 0..{world - 1}: {', '.join(map(str, first))}{more}")
     return [kept[r] for r in sorted(kept)]
-
-
-#: Missing ranks a warning lists by number; the rest it counts.
-MISSING_SHOWN = 20
-
-
-def _first_missing(present: Iterable[int], world: int) -> list[int]:
-    """The first MISSING_SHOWN of 0..world-1 that are not `present` (each below world), found in as many steps as ranks are present (a rank or world size of 2**62 must not list them all)."""
-    have, out, rank = set(present), list[int](), 0
-    while len(out) < MISSING_SHOWN and rank < world:
-        if rank not in have:
-            out.append(rank)
-        rank += 1
-    return out
 
 
 def ranks(paths: Sequence[str | Path], jobs: int = 1, executor: Executor | None = None) -> RankAnalysis:

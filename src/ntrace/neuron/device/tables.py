@@ -18,6 +18,7 @@ import polars as pl
 from ntrace.errors import InputError, NtraceError
 from ntrace.io import parquet
 from ntrace.neuron.device.layout import table_files
+from ntrace.units import first_missing
 
 #: The schema MAJOR versions the Neuron documents describe (7.4.0 in the SDK 2.31 sources, 12.0.1 on the SDK 2.33 page).
 KNOWN_MAJORS = (7, 12)
@@ -129,8 +130,9 @@ def read_table(table: str, files: list[tuple[int | None, Path]], warnings: list[
         warnings.append(f"{files[0][1].parent}: {table} is written both whole and in numbered parts; the table was left out")
         return None
     if numbers != list(range(len(numbers))):
-        missing = sorted(set(range(max(numbers) + 1)) - set(numbers))
-        shown = ", ".join(f"{table}_{n}.parquet" for n in missing)
+        end = max(numbers) + 1
+        missing = first_missing(numbers, end)
+        shown = ", ".join(f"{table}_{n}.parquet" for n in missing) + (f", … ({end - len(set(numbers)):,} in all)" if end - len(set(numbers)) > len(missing) else "")
         warnings.append(f"{files[0][1].parent}: {table} is split into numbered parts and {shown} is missing; the table was left out")
         return None
     spec = COLUMNS[table]
