@@ -193,7 +193,9 @@ def device_inputs(draw: st.DrawFn) -> Writer:
         elif damage == "null":
             frame = frame.with_columns(pl.lit(None, frame.schema[column]).alias(column))
         elif damage == "text":
-            frame = frame.with_columns(pl.col(column).cast(pl.String).fill_null("\x1b[2J"))
+            nested = isinstance(frame.schema[column], (pl.List, pl.Array, pl.Struct))  # as JSON text: a cast to String refuses nested types
+            text = pl.struct(pl.col(column)).struct.json_encode() if nested else pl.col(column).cast(pl.String)
+            frame = frame.with_columns(text.fill_null("\x1b[2J").alias(column))
         elif damage == "drop":
             frame = frame.drop(column)
         elif damage == "empty":
