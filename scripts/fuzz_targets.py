@@ -188,12 +188,14 @@ def device_inputs(draw: st.DrawFn) -> Writer:
         path = profile / table
         frame = pl.read_parquet(path)
         column = frame.columns[pick % len(frame.columns)]
+        dtype = frame.schema[column]
         if damage == "values":
-            frame = frame.with_columns(pl.lit(value).cast(frame.schema[column], strict=False).alias(column))
+            one = pl.lit(value).cast(dtype.inner, strict=False) if isinstance(dtype, pl.List) else pl.lit(value)  # a list column gets one-element lists
+            frame = frame.with_columns((pl.concat_list(one) if isinstance(dtype, pl.List) else one).cast(dtype, strict=False).alias(column))
         elif damage == "null":
-            frame = frame.with_columns(pl.lit(None, frame.schema[column]).alias(column))
+            frame = frame.with_columns(pl.lit(None, dtype).alias(column))
         elif damage == "text":
-            nested = isinstance(frame.schema[column], (pl.List, pl.Array, pl.Struct))  # as JSON text: a cast to String refuses nested types
+            nested = isinstance(dtype, (pl.List, pl.Array, pl.Struct))  # as JSON text: a cast to String refuses nested types
             text = pl.struct(pl.col(column)).struct.json_encode() if nested else pl.col(column).cast(pl.String)
             frame = frame.with_columns(text.fill_null("\x1b[2J").alias(column))
         elif damage == "drop":

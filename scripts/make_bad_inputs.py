@@ -974,6 +974,20 @@ def _(out: Path) -> str:
     return put_dir(out, "directory_of_12_tiny_traces", {f"rank{i}.pt.trace.json": SOUND for i in range(12)})
 
 
+@case("ph_beyond_int64", 0, "warning", r"events have a ph the trace format does not define", why="A ph written as the integer -2**63 - 1 (found by the trace fuzz target: the plain decoder's JSON text of it overflowed orjson): kept as text, not analyzed, a warning.")
+def _(out: Path) -> str:
+    events = sound_events()
+    events[2]["ph"] = -(2**63) - 1
+    return put(out, "ph_beyond_int64.pt.trace.json", doc_bytes(events))
+
+
+@case("metadata_numbers_orjson_refuses", 0, "ok", why="deviceProperties holding 1e999 and 2**70 (found by the trace fuzz target: orjson refuses both): read, as null and as text.")
+def _(out: Path) -> str:
+    text = SOUND.replace(b'"name": "NeuronCore-v2"}', b'"name": "NeuronCore-v2", "totalGlobalMem": 1e999, "clock": ' + str(2**70).encode() + b"}", 1)
+    assert text != SOUND
+    return put(out, "metadata_numbers_orjson_refuses.pt.trace.json", text)
+
+
 @case("rank_near_2_62", 0, "warning", r"ranks missing from 0\.\.4611686018427387899: 1, 2, .*, 20, … \(4,611,686,018,427,387,898 in all\)", args=("ranks", "{path}"),
       why="A rank 2**62 - 5 beside rank 0 (the fuzzer's explorer target found report listing every missing rank: 23 GB, then the OOM killer): 20 listed, the rest counted.")
 def _(out: Path) -> str:

@@ -16,6 +16,7 @@ decoder (_plain), which coerces per value and yields the same columns.
 
 from __future__ import annotations
 
+import json
 import mmap
 import time
 from dataclasses import replace
@@ -27,7 +28,7 @@ import orjson
 import polars as pl
 
 from ntrace.io.kineto import _fork
-from ntrace.io.kineto._frame import MEMORY_KEYS, ids_text, shapes_text, text_ints, text_ns
+from ntrace.io.kineto._frame import MEMORY_KEYS, ids_text, json_safe, shapes_text, text_ints, text_ns
 from ntrace.io.kineto._windows import Outline, Uncut, outline, windows
 from ntrace.io.progress import report
 
@@ -121,13 +122,18 @@ def meta(doc: "_Doc | None") -> dict[str, Any]:
 
 
 def _raw_json(raw: msgspec.Raw) -> Any:
-    """Decode a lazily kept metadata value, or None when it was absent; bytes that are not UTF-8 (never checked when skipped) become U+FFFD."""
+    """Decode a lazily kept metadata value, or None when it was absent; bytes that are not UTF-8 (never checked when skipped) become U+FFFD.
+
+    Numbers orjson refuses (beyond int64, or a float that overflows to infinity) are read by
+    Python's json and kept as json_safe makes them (big integers as text, non-finite as null).
+    """
     if not len(raw):
         return None
+    text = bytes(raw).decode(errors="replace")
     try:
-        return orjson.loads(bytes(raw))
+        return orjson.loads(text)
     except orjson.JSONDecodeError:
-        return orjson.loads(bytes(raw).decode(errors="replace"))
+        return json_safe(json.loads(text, parse_constant=lambda _: None))
 
 
 def _window_columns(text: Any, found: Outline, stage: str) -> Columns | None:

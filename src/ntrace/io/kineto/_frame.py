@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -23,6 +24,21 @@ MEMORY_KEYS = {
 }
 #: µs as a decimal with three places: its physical integer is the value in ns, exact.
 _US = pl.Decimal(38, 3)
+
+
+def json_safe(value: Any) -> Any:
+    """A decoded JSON value with what no later step can hold replaced: integers beyond int64 as their digits (text), non-finite floats as null; lists and objects walked."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**63 else str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, list):
+        return [json_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    return value
 
 
 def text_ns(values: Iterable[Any]) -> tuple[pl.Series, pl.Series]:

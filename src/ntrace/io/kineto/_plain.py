@@ -14,7 +14,7 @@ import msgspec
 import orjson
 
 from ntrace.errors import TraceFormatError
-from ntrace.io.kineto._frame import MEMORY_KEYS
+from ntrace.io.kineto._frame import MEMORY_KEYS, json_safe
 
 Num = int | float | str | None
 
@@ -50,7 +50,7 @@ def columns(doc: Any, path: Path, warnings: list[str]) -> tuple[dict[str, list[A
         evs, meta = doc, {}
     elif isinstance(doc, dict):
         evs = doc.get("traceEvents")
-        meta = {k: _floats(doc.get(k)) for k in ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "traceName", "schemaVersion")}
+        meta = {k: json_safe(_floats(doc.get(k))) for k in ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "traceName", "schemaVersion")}
         meta["has_traceEvents"] = isinstance(evs, list)
         if not isinstance(evs, list):
             evs = []
@@ -71,7 +71,7 @@ def columns(doc: Any, path: Path, warnings: list[str]) -> tuple[dict[str, list[A
         "dur": [_number_text(e.get("dur")) for e in evs],
         "flow_id": [_scalar(e.get("id")) for e in evs],
         "flow_bp": [_text(e.get("bp")) for e in evs],
-        "input_dims": [orjson.dumps(_floats(a["Input Dims"])) if "Input Dims" in a else None for a in args],
+        "input_dims": [orjson.dumps(json_safe(_floats(a["Input Dims"]))) if "Input Dims" in a else None for a in args],
         "model": [_text(a.get("model_name")) for a in args],
     }
     for col, key in _ARG_KEYS.items():
@@ -83,7 +83,7 @@ def _text(value: Any) -> str | None:
     """A string field as text; other JSON values as their JSON text, so nothing is lost."""
     if value is None or isinstance(value, str):
         return value
-    return orjson.dumps(value).decode()
+    return orjson.dumps(json_safe(value)).decode()
 
 
 def _scalar(value: Any) -> Num:
