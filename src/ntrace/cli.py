@@ -19,6 +19,7 @@ import click
 
 if TYPE_CHECKING:  # concurrent.futures is imported only where a pool is made
     from concurrent.futures import Executor
+    from ntrace.workflows.analyze import Jobs
 
 # Polars' allocator (jemalloc) holds freed pages 0.5 s, then 1 s more, before returning them; the analysis
 # frees large frames stage after stage, so returning them after 0.1 s lowers peak RSS (94 MiB trace:
@@ -200,6 +201,30 @@ def _progress(enabled: bool) -> Iterator[None]:
         sink.close()
 
 
+class _Jobs(click.ParamType["int | str"]):
+    """--jobs: a count of worker processes (1 or more), or `auto`."""
+
+    name = "N|auto"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
+        """The count, or "auto"; a usage error (exit 2) for anything else."""
+        if value == "auto":
+            return "auto"
+        try:
+            count = int(value)
+        except (TypeError, ValueError):
+            count = 0
+        if count < 1:
+            self.fail(f"{value!r} is neither a count of 1 or more nor 'auto'", param, ctx)
+        return count
+
+
+def _jobs_option(verb: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--jobs/-j: `verb` this many traces at once in worker processes; auto (the default) gives one per core to many small traces only (ntrace.workflows.analyze.workers_for)."""
+    text = f"{verb} this many traces in parallel; auto: one worker per core for 16 or more traces of up to 64 MiB each, else one process."
+    return click.option("--jobs", "-j", type=_Jobs(), default="auto", show_default=True, help=text)
+
+
 #: --executor, on the commands that analyze many traces.
 _EXECUTOR_HELP = "Analyze the traces on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://scheduler:8786); its workers must see the same files (URLs are downloaded here, so use a local cluster for those)."
 
@@ -261,7 +286,7 @@ def main(debug: bool) -> None:
 @click.argument("path", type=click.Path(path_type=str))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one table (--table; default one row per trace); markdown: tables to paste into a pull request.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar on stderr.")
-@click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Analyze this many traces in parallel.")
+@_jobs_option("Analyze")
 @click.option("--executor", "address", default=None, metavar="ADDRESS", help=_EXECUTOR_HELP)
 @click.option("--plain", is_flag=True, help="Use the plain orjson decoder instead of the typed fast path.")
 @_part_options
@@ -274,7 +299,7 @@ def main(debug: bool) -> None:
 @_table_option("analyze")
 @_fail_cleanly
 def analyze(
-    path: str, fmt: str, quiet: bool, jobs: int, address: str | None, plain: bool, window: str | None, steps: str | None, max_events: int | None, sort_by: str,
+    path: str, fmt: str, quiet: bool, jobs: Jobs, address: str | None, plain: bool, window: str | None, steps: str | None, max_events: int | None, sort_by: str,
     top: int | None, all_rows: bool, group_by_shape: bool, recompute: bool, csv_table: str | None,
 ) -> None:  # fmt: skip
     """Analyze a trace file, or every trace under a directory or an fsspec URL (s3://bucket/prefix): lanes, tracks, dispatch gaps, steps, the op and kernel tables, findings."""
@@ -528,10 +553,10 @@ def artifacts(path: Path, fmt: str, fail_on_damage: bool) -> None:
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path, dir_okay=False), default=Path("ntrace-report.html"), show_default=True, help="The HTML file to write (atomically).")
 @click.option("--title", default=None, help="Page title (default: the analyzed path).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar on stderr.")
-@click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Load this many traces in parallel.")
+@_jobs_option("Load")
 @_part_options
 @_fail_cleanly
-def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: int, window: str | None, steps: str | None) -> None:
+def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: Jobs, window: str | None, steps: str | None) -> None:
     """Write one self-contained HTML report that opens offline: the verdict, steps, operators, kernels, findings, device and ranks views, and a timeline that redraws exact events at every zoom."""
     from ntrace.render.html import report as run
 
@@ -548,11 +573,11 @@ def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: int, win
 )
 @click.argument("path", type=click.Path(path_type=str))
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path, file_okay=False), required=True, help="Directory for the .parquet files (one per trace, same relative paths).")
-@click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Convert this many traces in parallel.")
+@_jobs_option("Convert")
 @click.option("--plain", is_flag=True, help="Use the plain orjson decoder instead of the fast path.")
 @click.option("--by-rank", is_flag=True, help="Write a rank-partitioned dataset (rank=N/ directories, each rank's summary beside its events) for `ntrace ranks`.")
 @_fail_cleanly
-def convert(path: str, out: Path, jobs: int, plain: bool, by_rank: bool) -> None:
+def convert(path: str, out: Path, jobs: Jobs, plain: bool, by_rank: bool) -> None:
     """Decode and lane-classify every JSON trace under PATH once, as Parquet that `ntrace analyze`, `ntrace ranks`, Polars, DuckDB or Spark read directly.
 
     PATH may be an fsspec URL (s3://bucket/prefix), downloaded first; the Parquet files name the URL.
@@ -634,12 +659,12 @@ def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt
 )
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one table (--table); markdown: tables for pull requests.")
-@click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True, help="Analyze this many traces in parallel.")
+@_jobs_option("Analyze")
 @click.option("--executor", "address", default=None, metavar="ADDRESS", help=_EXECUTOR_HELP)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar on stderr.")
 @_table_option("ranks")
 @_fail_cleanly
-def ranks(paths: tuple[str, ...], fmt: str, jobs: int, address: str | None, quiet: bool, csv_table: str | None) -> None:
+def ranks(paths: tuple[str, ...], fmt: str, jobs: Jobs, address: str | None, quiet: bool, csv_table: str | None) -> None:
     """Analyze the traces of many ranks of one job together: a row per rank, statistics over ranks, clock offsets, collective skew, stragglers.
 
     Give the rank traces, directories holding them, or a dataset `ntrace convert --by-rank` wrote

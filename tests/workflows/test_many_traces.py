@@ -70,3 +70,65 @@ def test_workers_share_out_the_cores_for_polars_threads(monkeypatch: pytest.Monk
     with worker_pool(2) as pool:
         assert pool.submit(_polars_threads).result() == 3
     assert os.environ["POLARS_MAX_THREADS"] == "3"
+
+
+def test_auto_jobs_give_workers_to_many_small_traces_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A count is kept (at most one worker per trace); "auto" gives one worker per core to 16 or more traces of up to 64 MiB (a gzip weighed at 10×), else none."""
+    from ntrace.workflows import analyze as module
+    from ntrace.workflows.analyze import AUTO_MAX_BYTES, AUTO_MIN_TRACES, workers_for
+
+    monkeypatch.setattr(module, "cores", lambda: 4)
+    small = []
+    for i in range(AUTO_MIN_TRACES):
+        small.append(tmp_path / f"t{i}.json")
+        small[-1].write_bytes(b"{}")
+    assert workers_for(3, small) == 3 and workers_for(3, small[:2]) == 2 and workers_for(1, small) == 1
+    assert workers_for("auto", small) == 4
+    assert workers_for("auto", small[:-1]) == 1  # too few to pay for the workers' start-up
+    big = tmp_path / "big.json"
+    with big.open("wb") as fh:
+        fh.truncate(AUTO_MAX_BYTES + 1)  # sparse: no disk used
+    assert workers_for("auto", [*small, big]) == 1
+    packed = tmp_path / "packed.json.gz"
+    with packed.open("wb") as fh:
+        fh.truncate(AUTO_MAX_BYTES // 10 + 1)
+    assert workers_for("auto", [*small, packed]) == 1
+    assert workers_for("auto", [*small, tmp_path / "gone.json"]) == 4  # unreadable: its error comes from the analysis
+    monkeypatch.setattr(module, "cores", lambda: 1)
+    assert workers_for("auto", small) == 1
+
+
+def test_auto_jobs_run_workers_and_change_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's default (--jobs auto) on 16 tiny traces starts one worker per core and prints what one process prints."""
+    from click.testing import CliRunner
+
+    from ntrace import cli
+    from ntrace.workflows import analyze as module
+
+    for i in range(16):
+        write_trace(tmp_path / f"rank{i}.pt.trace.json", [x("aten::mm", "cpu_op", 10 * i, 5 + i), x("k", "kernel", 10 * i + 1, 2, pid=0, tid=7)])
+    monkeypatch.setattr(module, "cores", lambda: 2)
+    pools: list[int] = []
+    real = module.worker_pool
+
+    def recorded(workers: int):  # type: ignore[no-untyped-def]
+        pools.append(workers)
+        return real(workers)
+
+    monkeypatch.setattr(module, "worker_pool", recorded)
+    runner = CliRunner()
+    auto = runner.invoke(cli.main, ["analyze", str(tmp_path), "--format", "json", "-q"])
+    assert auto.exit_code == 0, auto.output
+    assert pools == [2]
+    serial = runner.invoke(cli.main, ["analyze", str(tmp_path), "--format", "json", "-q", "-j", "1"])
+    assert pools == [2] and serial.output == auto.output
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "x", "1.5"])
+def test_jobs_must_be_a_count_or_auto(value: str, many: Path) -> None:
+    from click.testing import CliRunner
+
+    from ntrace import cli
+
+    result = CliRunner().invoke(cli.main, ["analyze", str(many), "-j", value])
+    assert result.exit_code == 2 and "neither a count of 1 or more nor 'auto'" in result.output

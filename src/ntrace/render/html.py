@@ -27,7 +27,7 @@ from ntrace.render.timeline import timeline_data
 from ntrace.render.views import device, esc as _esc, findings, kernels, memory, operators, overview, steps_view, table
 from ntrace.summary import Summary
 from ntrace.units import fmt_time, plural
-from ntrace.workflows.analyze import Analysis, analyze
+from ntrace.workflows.analyze import Analysis, Jobs, analyze
 from ntrace.workflows.compare import Comparison, compare_groups
 
 #: The report's inline stylesheet and script (package data: no fonts, styles or scripts from the network).
@@ -236,7 +236,7 @@ def write_report(analysis: Analysis, out: str | Path, title: str | None = None) 
     return write_text(out, render(analysis, title))
 
 
-def report(path: str | Path, out: str | Path, *, title: str | None = None, jobs: int = 1, part: Part | None = None) -> tuple[Analysis, Path]:
+def report(path: str | Path, out: str | Path, *, title: str | None = None, jobs: Jobs = 1, part: Part | None = None) -> tuple[Analysis, Path]:
     """Analyze every trace under `path` (only its `part`, when given) with what its timeline draws and write the report to `out` atomically; returns the analysis and the file written."""
     result = analyze(path, jobs=jobs, timeline=True, part=part)
     return result, write_report(result, out, title)

@@ -12,7 +12,7 @@ import contextlib
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar
 
 from ntrace.analyses.device import DeviceReport
 from ntrace.analyses.part import Part, cut
@@ -34,6 +34,14 @@ if TYPE_CHECKING:  # concurrent.futures is imported only where a pool is made
     from concurrent.futures import Executor
 
 T = TypeVar("T")
+
+#: Worker processes: a count, or "auto" (see workers_for).
+Jobs = int | Literal["auto"]
+
+#: `jobs="auto"` starts workers only for at least this many traces: a worker's start-up (imports) costs about as much as analyzing ten small traces.
+AUTO_MIN_TRACES = 16
+#: ... and only when no trace is larger than this (a gzip counted at 10× its size): a large trace already spreads each query over the cores, and every worker would hold one.
+AUTO_MAX_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -139,7 +147,7 @@ def _summarize_rank_or_error(path: Path, fast: bool) -> RankSummary | NtraceErro
 def summarize_all(
     traces: Sequence[Path],
     *,
-    jobs: int = 1,
+    jobs: Jobs = 1,
     executor: Executor | None = None,
     fast: bool = True,
     lanes: Mapping[str, str] | None = None,
@@ -148,26 +156,43 @@ def summarize_all(
     timeline: bool = False,
     part: Part | None = None,
 ) -> list[Summary | NtraceError]:
-    """Each trace's Summary, or the error that stopped it, in order: on `executor` when given, else in `jobs` spawned worker processes (one process when 1)."""
+    """Each trace's Summary, or the error that stopped it, in order: on `executor` when given, else in `jobs` spawned worker processes (see workers_for)."""
     n = len(traces)
     return _each(_summarize_or_error, (traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n, [part] * n), jobs, executor)
 
 
-def summarize_ranks(traces: Sequence[Path], *, jobs: int = 1, executor: Executor | None = None, fast: bool = True) -> list[RankSummary | NtraceError]:
+def summarize_ranks(traces: Sequence[Path], *, jobs: Jobs = 1, executor: Executor | None = None, fast: bool = True) -> list[RankSummary | NtraceError]:
     """Each trace's RankSummary (summarize_rank), or the error that stopped it, in order, run as summarize_all runs."""
     return _each(_summarize_rank_or_error, (traces, [fast] * len(traces)), jobs, executor)
 
 
-def _each(fn: Callable[..., T], args: tuple[Sequence[Any], ...], jobs: int, executor: Executor | None) -> list[T]:
-    """`fn` over the zipped `args` columns, in order: on `executor` when given, else in `jobs` spawned worker processes (one process when 1)."""
+def _each(fn: Callable[..., T], args: tuple[Sequence[Any], ...], jobs: Jobs, executor: Executor | None) -> list[T]:
+    """`fn` over the zipped `args` columns (the first: the trace paths), in order: on `executor` when given, else in the spawned worker processes workers_for gives (none when 1)."""
     n = len(args[0])
     if executor is not None:
         return counted(executor.map(fn, *args), n)
-    if jobs > 1 and n > 1:
-        workers = min(jobs, n)
+    if (workers := workers_for(jobs, args[0])) > 1:
         with worker_pool(workers) as pool:
             return counted(pool.map(fn, *args, chunksize=chunk_size(n, workers)), n)
     return counted((fn(*a) for a in zip(*args)), n)
+
+
+def workers_for(jobs: Jobs, traces: Sequence[Path]) -> int:
+    """The worker processes to run for `traces`: `jobs` (at most one per trace), or for "auto" one per core when there are many small traces, whose cost is per-trace overhead, else 1."""
+    if jobs != "auto":
+        return max(1, min(jobs, len(traces)))
+    if len(traces) < AUTO_MIN_TRACES or any(_weight(t) > AUTO_MAX_BYTES for t in traces):
+        return 1
+    return min(cores(), len(traces))
+
+
+def _weight(trace: Path) -> int:
+    """A trace file's size as workers_for weighs it (0 when it cannot be read: its error is reported by the analysis)."""
+    try:
+        size = trace.stat().st_size
+    except OSError:
+        return 0
+    return size * 10 if trace.name.lower().endswith(".gz") else size
 
 
 def cores() -> int:
@@ -224,7 +249,7 @@ def _named_by_url(remote: Analysis, copies: LocalCopies) -> Analysis:
 def analyze(
     path: str | Path,
     *,
-    jobs: int = 1,
+    jobs: Jobs = 1,
     executor: Executor | None = None,
     fast: bool = True,
     lanes: Mapping[str, str] | None = None,
@@ -233,7 +258,7 @@ def analyze(
     timeline: bool = False,
     part: Part | None = None,
 ) -> Analysis:
-    """Summarize every trace at or under `path` (a local path or an fsspec URL such as s3://bucket/prefix), on `executor` when given. A single bad file given directly raises; among many it becomes a warning.
+    """Summarize every trace at or under `path` (a local path or an fsspec URL such as s3://bucket/prefix), on `executor` when given, else in `jobs` worker processes (see workers_for). A single bad file given directly raises; among many it becomes a warning.
 
     `max_events` keeps only each JSON trace's first events; `part` only each trace's time window or
     range of steps (ntrace.analyses.part); `recompute` ignores the summaries

@@ -25,7 +25,7 @@ from ntrace.io.dataset import partition, summary_path, write_rank_summary
 from ntrace.io.discover import SUMMARY_SUFFIX, find_traces
 from ntrace.io.remote import is_url, local_copies
 from ntrace.profile import Profile
-from ntrace.workflows.analyze import chunk_size, counted, worker_pool
+from ntrace.workflows.analyze import Jobs, chunk_size, counted, worker_pool, workers_for
 
 
 #: The longest file name (in bytes) that common file systems (ext4, XFS, APFS, NTFS in UTF-8) accept.
@@ -80,7 +80,7 @@ def _convert_rank(trace: Path, out_dir: Path, rel: Path, fast: bool, url: str | 
     return events, None
 
 
-def convert(path: str | Path, out_dir: str | Path, *, jobs: int = 1, fast: bool = True, by_rank: bool = False) -> pl.DataFrame:
+def convert(path: str | Path, out_dir: str | Path, *, jobs: Jobs = 1, fast: bool = True, by_rank: bool = False) -> pl.DataFrame:
     """Convert every JSON trace at or under `path` (a local path or an fsspec URL) into `out_dir` (a rank-partitioned dataset with `by_rank`); one row per trace: (trace, parquet, error or null).
 
     A URL is downloaded first; its traces keep their URL (the stored summaries name it), and the
@@ -93,7 +93,7 @@ def convert(path: str | Path, out_dir: str | Path, *, jobs: int = 1, fast: bool 
     return _convert(Path(path), Path(out_dir), jobs, fast, by_rank, None)
 
 
-def _convert(root: Path, out_dir: Path, jobs: int, fast: bool, by_rank: bool, shown: Callable[[str], str] | None) -> pl.DataFrame:
+def _convert(root: Path, out_dir: Path, jobs: Jobs, fast: bool, by_rank: bool, shown: Callable[[str], str] | None) -> pl.DataFrame:
     """convert() over a local path; `shown` gives a downloaded trace's URL."""
     traces = [t for t in find_traces(root) if not t.name.endswith(".parquet")]
     if not traces:
@@ -104,9 +104,9 @@ def _convert(root: Path, out_dir: Path, jobs: int, fast: bool, by_rank: bool, sh
     urls = [shown(str(t)) if shown else None for t in traces]
     args = (traces, [out_dir] * len(traces), rels, [fast] * len(traces), urls)
     work = _convert_rank if by_rank else _convert_one
-    if jobs > 1 and len(traces) > 1:
-        with worker_pool(min(jobs, len(traces))) as pool:
-            results = counted(pool.map(work, *args, chunksize=chunk_size(len(traces), min(jobs, len(traces)))), len(traces), "converting traces")
+    if (workers := workers_for(jobs, traces)) > 1:
+        with worker_pool(workers) as pool:
+            results = counted(pool.map(work, *args, chunksize=chunk_size(len(traces), workers)), len(traces), "converting traces")
     else:
         results = counted(map(work, *args), len(traces), "converting traces")
     return pl.DataFrame(

@@ -15,7 +15,7 @@ from ntrace.io.discover import find_traces
 from ntrace.io.remote import local_copies
 from ntrace.summary import RankSummary, Summary
 from ntrace.units import first_missing, plural
-from ntrace.workflows.analyze import summarize_ranks
+from ntrace.workflows.analyze import Jobs, summarize_ranks
 
 if TYPE_CHECKING:  # concurrent.futures is imported only where a pool is made
     from concurrent.futures import Executor
@@ -75,7 +75,7 @@ def _ranked(summaries: list[RankSummary], warnings: list[str]) -> list[tuple[int
     return [kept[r] for r in sorted(kept)]
 
 
-def ranks(paths: Sequence[str | Path], jobs: int = 1, executor: Executor | None = None) -> RankAnalysis:
+def ranks(paths: Sequence[str | Path], jobs: Jobs = 1, executor: Executor | None = None) -> RankAnalysis:
     """Analyze every trace at or under `paths` (local paths or fsspec URLs) as one rank each (in `jobs` worker processes, or on `executor`), then compare and align the ranks."""
     with local_copies(paths, defer=is_partition_events) as copies:  # a dataset's events are fetched only for ranks whose summary is unusable
         for events in list(copies.deferred):
@@ -120,7 +120,7 @@ def _from_dataset(root: Path, notes: list[str]) -> list[RankSummary | Path]:
     return found
 
 
-def _ranks(paths: Sequence[str | Path], jobs: int, executor: Executor | None) -> RankAnalysis:
+def _ranks(paths: Sequence[str | Path], jobs: Jobs, executor: Executor | None) -> RankAnalysis:
     """ranks() over local paths: a dataset's stored rank summaries are read, every other trace (and a dataset rank without a usable summary) summarized."""
     notes: list[str] = []
     groups = [_from_dataset(Path(p), notes) if is_dataset(p) else list[RankSummary | Path](find_traces(Path(p), notes)) for p in paths]
