@@ -1,4 +1,4 @@
-"""Polars expression helpers every layer may use."""
+"""Polars expression and Series helpers every layer may use."""
 
 from __future__ import annotations
 
@@ -19,3 +19,13 @@ def fmt(template: str, *args: pl.Expr | str) -> pl.Expr:
         exprs.append((pl.col(arg) if isinstance(arg, str) else arg).cast(pl.String))
         exprs.append(pl.lit(piece))
     return pl.concat_str(exprs)
+
+
+def lookup(values: pl.Series, positions: pl.Series) -> pl.Series:
+    """values[positions], null where a position is null: looked up directly, as row indices, where `gather` builds a one-expression query (most of its cost on a small frame)."""
+    return values[positions.cast(pl.UInt32)]
+
+
+def nulls(n: int) -> pl.Series:
+    """A column of n nulls (Int64), to scatter positions into: one null looked up n times (extend_constant builds a query)."""
+    return lookup(pl.Series([None], dtype=pl.Int64), pl.int_range(n, dtype=pl.UInt32, eager=True) * 0)

@@ -11,6 +11,8 @@ from typing import Mapping
 
 import polars as pl
 
+from ntrace.exprs import lookup
+
 #: The lanes, top to bottom as Neuron Explorer draws them, then `other`.
 LANES: tuple[str, ...] = ("framework", "device", "runtime_api", "hardware", "other")
 
@@ -94,7 +96,7 @@ def classify(events: pl.DataFrame, table: pl.DataFrame | None = None) -> pl.Data
     lower = names.str.to_lowercase()
     lane = lower.replace_strict(cats, table["lane"], default="other", return_dtype=pl.Enum(LANES))
     side = lower.replace_strict(cats, table["side"], default="host", return_dtype=pl.String)
-    out = events.with_columns(lane=lane.gather(code).fill_null("other"), side=side.gather(code).fill_null("host"))
+    out = events.with_columns(lane=lookup(lane, code).fill_null("other"), side=lookup(side, code).fill_null("host"))
     ruled = {cat for cat, *_ in NAME_RULES} & set(lower.to_list())
     if not ruled:  # the common case: no category that needs its names read
         return out

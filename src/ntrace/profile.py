@@ -61,9 +61,9 @@ class Profile:
 
     def select_complete(self, *columns: str | pl.Expr, where: pl.Expr | None = None, **named: str | pl.Expr) -> pl.DataFrame:
         """`columns` (names or expressions, also `named` ones) of the complete events (those where `where` holds, if given), in file order: a filter that copies only them."""
-        out = self.complete_rows(where).select(*columns, **named).collect()
+        out = self.complete_rows(where).select(*columns, **named).collect(engine="in-memory")
         if "idx" in out.columns:  # events are kept in idx order: joins on idx merge instead of hashing
-            out = out.with_columns(pl.col("idx").set_sorted())
+            out.replace_column(out.get_column_index("idx"), out["idx"].set_sorted())  # in place (the frame is new): no query
         return out
 
     def complete_rows(self, where: pl.Expr | None = None) -> pl.LazyFrame:

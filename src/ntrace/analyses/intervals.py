@@ -29,9 +29,7 @@ def reaching(frame: pl.DataFrame, group: str, start: str = "ts", end: str = "end
         base = (pl.col(group).cast(pl.Int64) - bounds["g0"]) * (1 << bits)
         ordered = frame.sort(base + (pl.col(start) - bounds["t0"]), maintain_order=True)
         reach = (base + (pl.col(end) - bounds["t0"])).cum_max().shift(1)
-        return ordered.with_columns(pl.col(group).set_sorted()).with_columns(
-            _reach=pl.when(reach >= base).then(reach - base + bounds["t0"])
-        )
+        return ordered.with_columns(pl.col(group).set_sorted(), _reach=pl.when(reach >= base).then(reach - base + bounds["t0"]))
     ordered = frame.sort(start, maintain_order=True).sort(group, maintain_order=True, nulls_last=True)
     return ordered.with_columns(pl.col(group).set_sorted()).with_columns(_reach=pl.col(end).cum_max().shift(1).over(group))
 

@@ -30,7 +30,7 @@ def launch_links(events: pl.DataFrame, complete: pl.DataFrame | pl.LazyFrame) ->
         .select("correlation", call_idx="idx")
         .join(activities.filter(pl.col("correlation").is_not_null()).select("correlation", exec_idx="idx"), on="correlation")
         .select("call_idx", "exec_idx", via=pl.lit("correlation"))
-        .collect()
+        .collect(engine="in-memory")
     )
     by_flow = _flow_links(events, calls, activities, by_corr["exec_idx"])
     return pl.concat([by_corr.cast(_LINK_SCHEMA), by_flow.cast(_LINK_SCHEMA)]).sort("exec_idx")
@@ -58,7 +58,7 @@ def _flow_links(events: pl.DataFrame, calls: pl.LazyFrame, activities: pl.LazyFr
     def first_at(slices: pl.LazyFrame) -> pl.DataFrame:
         """The first of `slices` (file order) at each point where a flow event lies."""
         at = slices.select(*point, "idx").join(flows.lazy().select(point).unique(), on=point, how="semi")
-        return at.sort("idx").unique(point, keep="first", maintain_order=True).collect()
+        return at.sort("idx").unique(point, keep="first", maintain_order=True).collect(engine="in-memory")
 
     bound_calls = flows.join(first_at(calls), on=point).group_by("flow_id").agg(call_idx=pl.col("idx_right").min())
     unlinked = first_at(activities).filter(~pl.col("idx").is_in(linked.implode()))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from ntrace.analyses.ops import folding
+from ntrace.exprs import lookup
 
 #: The name of an allocator record (torch.autograd.profiler.MEMORY_EVENT_NAME).
 MEMORY_NAME = "[memory]"
@@ -104,7 +105,7 @@ def op_memory(nest: pl.DataFrame, series: pl.DataFrame) -> pl.DataFrame:
 def _in_window(values: pl.Series, lo: pl.Series, hi: pl.Series) -> pl.Series:
     """Per window [lo, hi) of positions: the sum of `values` there."""
     running = pl.concat([pl.Series([0], dtype=pl.Int64), values.cum_sum()])
-    return running.gather(hi) - running.gather(lo)
+    return lookup(running, hi) - lookup(running, lo)
 
 
 def _outside(n: int, lo: pl.Series, hi: pl.Series) -> pl.Series:

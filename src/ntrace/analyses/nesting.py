@@ -14,6 +14,10 @@ events after it in that order up to its last descendant: a contiguous run.
 once by pointer jumping (`previous_reaching`): each position points at a candidate and, while
 the candidate falls short, jumps to the candidate's own candidate, skipping only values that
 fall short too. The loops run over O(log n) rounds (or over tree depth), never over events.
+
+Inside the loops, positions are looked up by indexing (`lookup`), and filtered, compared
+and added as Series: those run directly, where `gather`, `fill_null` or `is_not_null` each
+build a one-expression query, whose fixed cost is most of a small trace's analysis.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import polars as pl
 
 from ntrace.analyses.totals import thread_key
+from ntrace.exprs import lookup, nulls
 from ntrace.lanes import lower_is
 
 #: The complete events that run on host threads and take part in nesting (the profiler's own "Trace" span excluded).
@@ -41,14 +46,16 @@ def previous_reaching(values: pl.Series, thresholds: pl.Series, first: pl.Series
     the threshold of the position jumping.
     """
     n = values.len()
-    cand = pl.select(pl.when(~first).then(pl.int_range(n, dtype=pl.Int64) - 1)).to_series()
+    positions = pl.int_range(n, dtype=pl.Int64, eager=True)
+    cand = (positions - 1).zip_with(~first, nulls(n))
     # only the positions still short jump (one that reached its threshold keeps its candidate for
-    # good), all at once from the previous round's candidates: most are settled in the first rounds
-    active = (values.gather(cand) < thresholds).fill_null(False).arg_true().cast(pl.Int64)
+    # good), all at once from the previous round's candidates: most are settled in the first rounds;
+    # a null candidate compares null, which filter drops
+    active = positions.filter(lookup(values, cand) < thresholds)
     while active.len():
-        jumped = cand.gather(cand.gather(active))
+        jumped = lookup(cand, lookup(cand, active))
         cand = cand.scatter(active, jumped)
-        active = active.filter((values.gather(jumped) < thresholds.gather(active)).fill_null(False))
+        active = active.filter(lookup(values, jumped) < lookup(thresholds, active))
     return cand.alias("previous")
 
 
@@ -57,7 +64,7 @@ def chain_end(step: pl.Series) -> pl.Series:
     here = pl.int_range(step.len(), dtype=pl.Int64, eager=True)
     end = step.fill_null(here)
     while True:
-        further = end.gather(end)
+        further = lookup(end, end)
         if further.equals(end):
             return end
         end = further
@@ -65,12 +72,14 @@ def chain_end(step: pl.Series) -> pl.Series:
 
 def depths(parent: pl.Series) -> pl.Series:
     """Per position: how many ancestors it has (parent: a position or null), by pointer doubling."""
-    depth = parent.is_not_null().cast(pl.Int64)
-    up = parent
-    while up.is_not_null().any():
-        depth = depth + depth.gather(up).fill_null(0)
-        up = up.gather(up)
-    return depth.alias("depth")
+    n = parent.len()
+    # "no parent" points at an extra position n, of depth 0, whose own parent is itself: no nulls in the loop
+    up = parent.fill_null(n).append(pl.Series([n], dtype=pl.Int64))
+    depth = (up != n).cast(pl.Int64)
+    while (up != n).any():
+        depth = depth + lookup(depth, up)
+        up = lookup(up, up)
+    return depth.head(n).alias("depth")
 
 
 def tree(events: pl.DataFrame) -> pl.DataFrame:
@@ -89,15 +98,10 @@ def tree(events: pl.DataFrame) -> pl.DataFrame:
     return ordered.with_columns(
         pos=pl.int_range(n, dtype=pl.Int64),
         parent=parent,
-        parent_idx=ordered["idx"].gather(parent),
+        parent_idx=lookup(ordered["idx"], parent),
         depth=depths(parent),
         last=chain_end(last_child),
     )
-
-
-def nulls(n: int) -> pl.Series:
-    """A column of n nulls (Int64), to scatter positions into."""
-    return pl.Series(dtype=pl.Int64).extend_constant(None, n)
 
 
 def subtree_sums(nest: pl.DataFrame, values: pl.Series) -> pl.Series:
@@ -106,17 +110,17 @@ def subtree_sums(nest: pl.DataFrame, values: pl.Series) -> pl.Series:
         return values
     running = values.cum_sum()
     before = running.shift(1, fill_value=0)
-    return running.gather(nest["last"]) - before.gather(nest["pos"])
+    return lookup(running, nest["last"]) - lookup(before, nest["pos"])
 
 
 def climb(parent: pl.Series, stop: pl.Series) -> pl.Series:
     """Per position: the nearest strict ancestor where `stop` holds (or null), climbing all positions at once, a level per round."""
     anchor = parent
     while True:
-        climbs = anchor.is_not_null() & ~stop.gather(anchor).fill_null(True)
+        climbs = ~lookup(stop, anchor)  # null where there is no anchor: zip_with keeps the anchor there, and any() skips it
         if not climbs.any():
             return anchor.alias("anchor")
-        anchor = parent.gather(anchor).zip_with(climbs, anchor)
+        anchor = lookup(parent, anchor).zip_with(climbs, anchor)
 
 
 def innermost_open(ops: pl.DataFrame, at: pl.DataFrame) -> pl.Series:
@@ -140,11 +144,11 @@ def innermost_open(ops: pl.DataFrame, at: pl.DataFrame) -> pl.Series:
         .sort("_q")
     )
     cand, t = found["pos"].clone(), found["t"]
-    active = (ends.gather(cand) <= t).fill_null(False).arg_true().cast(pl.Int64)  # only these move on; the others have their answer
+    active = pl.int_range(at.height, dtype=pl.Int64, eager=True).filter(lookup(ends, cand) <= t)  # only these move on; the others have their answer
     while active.len():
-        stepped = previous.gather(cand.gather(active))
+        stepped = lookup(previous, lookup(cand, active))
         cand = cand.scatter(active, stepped)
-        active = active.filter((ends.gather(stepped) <= t.gather(active)).fill_null(False))
+        active = active.filter(lookup(ends, stepped) <= lookup(t, active))
     return cand.alias("open")
 
 

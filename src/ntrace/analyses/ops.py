@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from ntrace.analyses.nesting import HOST_EVENT, climb, innermost_open, subtree_sums, tree, tree_order
+from ntrace.exprs import lookup
 from ntrace.lanes import lower_is
 
 UNLINKED = "[unlinked device time]"
@@ -125,7 +126,7 @@ def op_tree(host: pl.DataFrame) -> pl.DataFrame:
 def launching_ops(nest: pl.DataFrame, calls: pl.DataFrame) -> pl.Series:
     """For runtime calls (idx, pid, tid, ts): the idx of the innermost `cpu_op` of the tree `nest` open on the call's thread when it starts, or null."""
     ops = tree_order(nest.filter(lower_is("cat", "cpu_op")).select("idx", "pid", "tid", "ts", "end"))
-    return ops["idx"].gather(innermost_open(ops, calls.select("pid", "tid", t="ts"))).alias("op_idx")
+    return lookup(ops["idx"], innermost_open(ops, calls.select("pid", "tid", t="ts"))).alias("op_idx")
 
 
 def attribution(activities: pl.DataFrame, links: pl.DataFrame, nest: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
@@ -145,7 +146,7 @@ def op_rows(nest: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
     folded, keeper = folding(nest)
     # a kept event's own device time is the deepest folded event's below it (torch assigns the child's kernels)
     chain = pl.DataFrame({"keeper": keeper, "pos": pl.int_range(n, dtype=pl.Int64, eager=True)}).filter(folded).group_by("keeper").agg(pl.col("pos").max())
-    own_kept = own_device.clone().scatter(chain["keeper"], own_device.gather(chain["pos"])).zip_with(~folded, pl.zeros(n, dtype=pl.Int64, eager=True))
+    own_kept = own_device.clone().scatter(chain["keeper"], lookup(own_device, chain["pos"])).zip_with(~folded, pl.zeros(n, dtype=pl.Int64, eager=True))
     # self CPU: duration less the durations of the children counted (those of a folded child pass to its keeper)
     counted = pl.DataFrame({"keeper": keeper, "dur": nest["dur"]}).filter(~folded).drop_nulls("keeper").group_by("keeper").agg(pl.col("dur").sum())
     self_cpu = nest["dur"] - pl.zeros(n, dtype=pl.Int64, eager=True).scatter(counted["keeper"], counted["dur"])
@@ -160,7 +161,7 @@ def folding(nest: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
     children = pl.DataFrame({"parent": parent}).drop_nulls().group_by("parent").len()
     only_child = pl.zeros(nest.height, dtype=pl.Boolean, eager=True).scatter(children.filter(pl.col("len") == 1)["parent"], True)
     key = nest["key"]
-    folded = (only_child.gather(parent) & (key.gather(parent) == key)).fill_null(False)
+    folded = (lookup(only_child, parent) & (lookup(key, parent) == key)).fill_null(False)
     return folded, climb(parent, ~folded)
 
 

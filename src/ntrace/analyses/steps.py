@@ -12,6 +12,7 @@ import polars as pl
 
 from ntrace.analyses.intervals import group_busy, reaching
 from ntrace.analyses.nesting import previous_reaching
+from ntrace.exprs import lookup, nulls
 from ntrace.lanes import LANES
 from ntrace.trace import STEP_NAME
 
@@ -61,7 +62,7 @@ def host_busy(windows: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:
         .with_columns(_wend=pl.lit(windows["end"]).gather(pl.col("_w")))
         .filter(pl.col("ts") < pl.col("_wend"))
         .select("_w", "lane", "ts", end=pl.min_horizontal("end", "_wend"))
-        .collect()
+        .collect(engine="in-memory")
     )
     keyed = reaching(clipped.select(_g=pl.col("_w") * lanes + pl.col("lane").to_physical().cast(pl.Int64), ts="ts", end="end"), "_g")
     busy = group_busy(keyed, "_g").select(_w=pl.col("_g") // lanes, lane=pl.col("_g") % lanes, busy="busy")
@@ -72,17 +73,17 @@ def host_busy(windows: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:
 def launch_step(windows: pl.DataFrame, instants: pl.Series) -> pl.Series:
     """For each instant: the row of the last window (in start order) holding it, start ≤ t < end, or null."""
     if windows.is_empty():
-        return pl.Series(dtype=pl.Int64).extend_constant(None, instants.len())
+        return nulls(instants.len())
     ends = windows["end"]
     first = pl.int_range(windows.height, eager=True) == 0
     previous = previous_reaching(ends, ends, first)  # skipping back along it passes only windows that end sooner
     before = windows["start"].search_sorted(instants.fill_null(_EARLIEST), side="right").cast(pl.Int64) - 1  # the last window starting at or before
     cand = pl.select(pl.when((before >= 0) & instants.is_not_null()).then(before)).to_series()
     while True:
-        closed = (ends.gather(cand) <= instants).fill_null(False)
+        closed = lookup(ends, cand) <= instants  # null where there is no candidate: any() skips it, zip_with keeps it null
         if not closed.any():
             return cand
-        cand = cand.zip_with(~closed, previous.gather(cand))
+        cand = cand.zip_with(~closed, lookup(previous, cand))
 
 
 def device_work(windows: pl.DataFrame, work: pl.DataFrame) -> tuple[pl.DataFrame, tuple[int, int]]:

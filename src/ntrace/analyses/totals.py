@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from ntrace.analyses.intervals import gaps, group_busy, reaching
+from ntrace.exprs import lookup
 from ntrace.lanes import LANES
 
 
@@ -56,9 +57,9 @@ def spans(events: pl.DataFrame, keep: pl.Series) -> tuple[pl.DataFrame, pl.Serie
         pid=pl.when(~stream | hardware | device_side).then(_text_code("pid")),  # every track but a stream's names its pid
         tid=pl.when(~hardware & (device_side | ~stream)).then(_text_code("tid")),  # device streams and threads name their tid
         stream=pl.when(~hardware & ~device_side & stream).then(pl.col("stream")),
-    ).collect()
+    ).collect(engine="in-memory")
     first = keys.with_row_index("row").unique(parts, keep="first")
-    rows = keep.arg_true().gather(first["row"])
+    rows = lookup(keep.arg_true(), first["row"])
     first = first.with_columns(name=events[rows].select(track()).to_series())
     names = first["name"].unique().sort()
     first = first.select(*parts, track=pl.col("name").cast(pl.Enum(names)).to_physical())

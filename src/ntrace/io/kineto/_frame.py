@@ -50,15 +50,17 @@ def text_ns(values: Iterable[Any]) -> tuple[pl.Series, pl.Series]:
     """
     raw = pl.Series(values)
     text = raw.cast(pl.String) if raw.dtype == pl.Binary else raw.cast(pl.String, strict=False)
-    given = text.is_not_null() & (text != "") & (text != "null")
-    quoted = text.str.starts_with('"').fill_null(False)
-    inner = pl.select(pl.when(quoted).then(text.str.slice(1, text.str.len_bytes() - 2)).otherwise(text)).to_series()
-    escaped = quoted & inner.str.contains("\\", literal=True).fill_null(False)
-    if escaped.any():  # a string written with escapes: decoded as JSON (rare)
-        inner = inner.scatter(escaped.arg_true(), [_decoded(v) for v in text.filter(escaped).to_list()])
-    usable = given & (~quoted | inner.str.contains(_JSON_NUMBER).fill_null(False))
-    ns = pl.select(pl.when(usable).then(inner.cast(_US, strict=False).to_physical().cast(pl.Int64, strict=False))).to_series()
-    return ns.cast(pl.Int64), given & ns.is_null()
+    t, quoted, inner = pl.col("t"), pl.col("quoted"), pl.col("inner")
+    parts = pl.DataFrame({"t": text}).with_columns(quoted=t.str.starts_with('"').fill_null(False)).with_columns(
+        given=t.is_not_null() & (t != "") & (t != "null"),
+        inner=pl.when(quoted).then(t.str.slice(1, t.str.len_bytes() - 2)).otherwise(t),
+    ).with_columns(escaped=quoted & inner.str.contains("\\", literal=True).fill_null(False))
+    if (escaped := parts["escaped"]).any():  # a string written with escapes: decoded as JSON (rare)
+        parts = parts.with_columns(parts["inner"].scatter(escaped.arg_true(), [_decoded(v) for v in text.filter(escaped).to_list()]))
+    usable = pl.col("given") & (~quoted | inner.str.contains(_JSON_NUMBER).fill_null(False))
+    ns = pl.when(usable).then(inner.cast(_US, strict=False).to_physical().cast(pl.Int64, strict=False)).cast(pl.Int64)
+    out = parts.lazy().select(ns=ns, given="given").select("ns", dropped=pl.col("given") & pl.col("ns").is_null()).collect(engine="in-memory")
+    return out["ns"], out["dropped"]
 
 
 def _decoded(text: str) -> str | None:
