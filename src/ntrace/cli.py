@@ -603,9 +603,10 @@ def convert(path: str, out: Path, jobs: Jobs, plain: bool, by_rank: bool) -> Non
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--baseline", default=None, help="Variant (name or path) the speed-up is measured against; default: the first.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one row per variant; markdown: a table for pull requests.")
+@_jobs_option("Analyze")
 @_part_options
 @_fail_cleanly
-def compare(paths: tuple[Path, ...], baseline: str | None, fmt: str, window: str | None, steps: str | None) -> None:
+def compare(paths: tuple[Path, ...], baseline: str | None, fmt: str, jobs: Jobs, window: str | None, steps: str | None) -> None:
     """Compare variants side by side: device time, self CPU, device op calls, hardware idle, speed-up.
 
     Give one directory per variant, or one directory holding several (each entry under it with
@@ -615,7 +616,7 @@ def compare(paths: tuple[Path, ...], baseline: str | None, fmt: str, window: str
 
     part = _part(window, steps)
     with _progress(enabled=True):  # shown only on a terminal, once a run takes a second
-        result = run(paths, baseline=baseline, part=part)
+        result = run(paths, baseline=baseline, part=part, jobs=jobs)
     text = _renderer(fmt).compare(result)
     _warn(result.warnings)
     click.echo(text, nl=fmt == "json")
@@ -631,16 +632,19 @@ def compare(paths: tuple[Path, ...], baseline: str | None, fmt: str, window: str
 @click.option("--fail-above", type=float, default=None, help="Exit 1 when total device time grows by more than this percent (a CI gate).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="csv: one table (--table); markdown: tables for pull requests.")
 @_table_option("diff")
+@_jobs_option("Analyze")
 @_part_options
 @_fail_cleanly
-def diff(base: Path, test: Path, threshold: float, fail_above: float | None, fmt: str, csv_table: str | None, window: str | None, steps: str | None) -> None:
+def diff(
+    base: Path, test: Path, threshold: float, fail_above: float | None, fmt: str, csv_table: str | None, jobs: Jobs, window: str | None, steps: str | None
+) -> None:  # fmt: skip
     """Diff TEST against BASE: per-op added/removed/slower/faster/unchanged, lane totals and gaps before and after."""
     from ntrace.units import fmt_time
     from ntrace.workflows.diff import diff as run
 
     part = _part(window, steps)
     with _progress(enabled=True):  # shown only on a terminal, once a run takes a second
-        result = run(base, test, threshold=threshold, part=part)
+        result = run(base, test, threshold=threshold, part=part, jobs=jobs)
     text = _rendered(fmt, csv_table, "diff", result)
     _warn(result.warnings)
     click.echo(text, nl=fmt == "json")

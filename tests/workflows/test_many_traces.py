@@ -132,3 +132,27 @@ def test_jobs_must_be_a_count_or_auto(value: str, many: Path) -> None:
 
     result = CliRunner().invoke(cli.main, ["analyze", str(many), "-j", value])
     assert result.exit_code == 2 and "neither a count of 1 or more nor 'auto'" in result.output
+
+
+@pytest.mark.parametrize("command", ["compare", "diff"])
+def test_compare_and_diff_take_jobs_and_print_the_same(command: str, many: Path) -> None:
+    """compare and diff analyze their traces in --jobs workers too: -j 2 prints what -j 1 prints."""
+    from click.testing import CliRunner
+
+    from ntrace import cli
+
+    args = [command, str(many), *([str(many)] if command == "diff" else []), "--format", "json"]
+    runner = CliRunner()
+    serial, parallel = runner.invoke(cli.main, [*args, "-j", "1"]), runner.invoke(cli.main, [*args, "-j", "2"])
+    assert serial.exit_code == 0 and parallel.exit_code == 0, (serial.output, parallel.output)
+    assert parallel.output == serial.output
+
+
+def test_compare_raises_the_first_trace_that_cannot_be_analyzed(many: Path) -> None:
+    from ntrace.errors import NtraceError
+
+    (many / "rank3.pt.trace.json").write_text("{not json")
+    (many / "rank5.pt.trace.json").write_text("{not json either")
+    with pytest.raises(NtraceError) as caught:
+        compare([many], jobs=2)
+    assert "rank3.pt.trace.json" in str(caught.value)

@@ -24,13 +24,12 @@ from ntrace.analyses.neffs import variant_device
 from ntrace.analyses.ops import UNLINKED, op_table
 from ntrace.analyses.stats import nearest_rank
 from ntrace.analyses.part import Part
-from ntrace.errors import InputError, valid_text
+from ntrace.errors import InputError, NtraceError, valid_text
 from ntrace.io.discover import find_traces
 from ntrace.io.manifest import variant_name
-from ntrace.io.progress import report as progress
 from ntrace.neuron.device.layout import find_profiles
 from ntrace.summary import Summary
-from ntrace.workflows.analyze import summarize
+from ntrace.workflows.analyze import Jobs, summarize_all
 from ntrace.workflows.device import report
 
 COMPARE_SCHEMA = pl.Schema(
@@ -153,22 +152,24 @@ def _op_names(summaries: Sequence[Summary]) -> set[str]:
     return {n for s in summaries for n in s.op_groups.filter(~pl.col("user_annotation") & (pl.col("name") != UNLINKED))["name"].to_list()}
 
 
-def compare(paths: Sequence[str | Path], baseline: str | None = None, part: Part | None = None) -> Comparison:
+def compare(paths: Sequence[str | Path], baseline: str | None = None, part: Part | None = None, jobs: Jobs = 1) -> Comparison:
     """One row per variant (COMPARE_SCHEMA) with the speed-up over the baseline, the basis it was measured on, and warnings; `part` keeps only that part of every trace.
 
     Variants keep the order of `paths`; the variants found under one directory go slowest first
     (most device time, or the longest median step), as the article's table does. The baseline is
-    the first variant, or the one whose name (or path) is `baseline`.
+    the first variant, or the one whose name (or path) is `baseline`. The traces of every variant
+    are analyzed together, in `jobs` worker processes (see workers_for); the first that cannot be
+    analyzed, in order, is raised.
     """
     variants = find_variants(paths)
-    n, done = sum(len(traces) for _, traces in variants), 0
+    results = iter(summarize_all([t for _, traces in variants for t in traces], jobs=jobs, part=part))
     groups = []
     for path, traces in variants:
         summaries = []
-        for trace in traces:
-            summaries.append(summarize(trace, part=part))
-            done += 1
-            progress("analyzing traces", done, n, "traces")
+        for _ in traces:
+            if isinstance(result := next(results), NtraceError):
+                raise result
+            summaries.append(result)
         groups.append((variant_name(path), path, summaries, [report(d) for d in find_profiles(path)]))
     return compare_groups(groups, baseline, slowest_first=len(paths) == 1 and len(groups) > 1)
 

@@ -21,7 +21,7 @@ from ntrace.analyses.ops import UNLINKED, op_table
 from ntrace.analyses.part import Part
 from ntrace.errors import InputError, valid_path
 from ntrace.summary import Summary
-from ntrace.workflows.analyze import analyze
+from ntrace.workflows.analyze import Jobs, analyze
 from ntrace.workflows.compare import comparability
 
 
@@ -128,9 +128,9 @@ def _gap_stats(summaries: Sequence[Summary]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"kind": pl.String, "stat": pl.String, "value": pl.Int64}, orient="row")
 
 
-def diff(base: str | Path, test: str | Path, threshold: float = 5.0, part: Part | None = None) -> Diff:
-    """Compare TEST against BASE (each a trace or a directory of traces, only their `part` when given) with a change threshold in percent."""
-    b, t = analyze(base, part=part).summaries, analyze(test, part=part).summaries
+def diff(base: str | Path, test: str | Path, threshold: float = 5.0, part: Part | None = None, jobs: Jobs = 1) -> Diff:
+    """Compare TEST against BASE (each a trace or a directory of traces, only their `part` when given, in `jobs` worker processes) with a change threshold in percent."""
+    b, t = analyze(base, part=part, jobs=jobs).summaries, analyze(test, part=part, jobs=jobs).summaries
     for path, profiles in ((base, b), (test, t)):
         if not profiles:
             raise InputError(path, "holds no framework trace to diff (only Neuron artifacts)")
