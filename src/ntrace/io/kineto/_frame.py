@@ -51,10 +51,13 @@ def text_ns(values: Iterable[Any]) -> tuple[pl.Series, pl.Series]:
     raw = pl.Series(values)
     text = raw.cast(pl.String) if raw.dtype == pl.Binary else raw.cast(pl.String, strict=False)
     t, quoted, inner = pl.col("t"), pl.col("quoted"), pl.col("inner")
-    parts = pl.DataFrame({"t": text}).with_columns(quoted=t.str.starts_with('"').fill_null(False)).with_columns(
-        given=t.is_not_null() & (t != "") & (t != "null"),
-        inner=pl.when(quoted).then(t.str.slice(1, t.str.len_bytes() - 2)).otherwise(t),
-    ).with_columns(escaped=quoted & inner.str.contains("\\", literal=True).fill_null(False))
+    parts = (
+        pl.LazyFrame({"t": text})
+        .with_columns(quoted=t.str.starts_with('"').fill_null(False))
+        .with_columns(given=t.is_not_null() & (t != "") & (t != "null"), inner=pl.when(quoted).then(t.str.slice(1, t.str.len_bytes() - 2)).otherwise(t))
+        .with_columns(escaped=quoted & inner.str.contains("\\", literal=True).fill_null(False))
+        .collect(engine="in-memory")
+    )
     if (escaped := parts["escaped"]).any():  # a string written with escapes: decoded as JSON (rare)
         parts = parts.with_columns(parts["inner"].scatter(escaped.arg_true(), [_decoded(v) for v in text.filter(escaped).to_list()]))
     usable = pl.col("given") & (~quoted | inner.str.contains(_JSON_NUMBER).fill_null(False))
