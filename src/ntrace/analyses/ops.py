@@ -206,9 +206,9 @@ def op_table(groups: pl.DataFrame, self_cpu_ns: int, device_ns: int, view: OpVie
     total, self_device_pct of the device time total. Ties sort by name, user annotation, shape.
     """
     keys = _KEYS if view.group_by_shape else _KEYS[:2]
-    rows = groups if view.group_by_shape else groups.group_by(keys).agg(pl.col(_SUMS).sum())
+    rows = groups.lazy() if view.group_by_shape else groups.lazy().group_by(keys).agg(pl.col(_SUMS).sum())
     schema = pl.Schema({k: v for k, v in OP_SCHEMA.items() if k in keys or k not in _KEYS})
-    table = (
+    table = (  # one query: rendering many small traces runs this once per trace
         rows.with_columns(
             cpu_avg=pl.col("cpu_total") // pl.col("calls"),
             device_avg=pl.col("device_total") // pl.col("calls"),
@@ -220,7 +220,7 @@ def op_table(groups: pl.DataFrame, self_cpu_ns: int, device_ns: int, view: OpVie
         .cast(schema)
         .sort([SORT_KEYS[view.sort_by], *keys], descending=[True, *[False] * len(keys)], nulls_last=False)
     )
-    return table.head(view.top) if view.top else table
+    return (table.head(view.top) if view.top else table).collect(engine="in-memory")
 
 
 def _pct(ns: pl.Expr, total: int) -> pl.Expr:

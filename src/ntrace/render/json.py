@@ -48,21 +48,19 @@ def _stats(row: dict[str, Any]) -> dict[str, Any]:
 
 def summary_dict(summary: Summary, session: Session | None, view: OpView = OpView(), joined: DeviceJoin | None = None) -> dict[str, Any]:
     """One trace as a JSON-ready dict (exact µs); every number comes from its summary's frames."""
-    cats = summary.categories
-    lanes = []
-    for row in summary.lanes.iter_rows(named=True):
-        mine = cats.filter(pl.col("lane") == row["lane"])
-        lanes.append(
-            {
-                "lane": row["lane"],
-                "events": row["events"],
-                "total_us": exact_us(row["total"]),
-                "busy_us": exact_us(row["busy"]),
-                "share": row["share"],
-                "categories": dict(zip(mine["category"].to_list(), mine["events"].to_list())),
-            }
-        )
-    devices = summary.step_devices.partition_by("step", as_dict=True)
+    # the small frames are grouped here by walking their rows: a Polars filter per lane or step costs more than the rows on small traces, rendered by the thousand
+    categories: dict[str, dict[str, int]] = {}
+    for c in summary.categories.iter_rows(named=True):
+        categories.setdefault(c["lane"], {})[c["category"]] = c["events"]
+    lanes = [
+        {"lane": row["lane"], "events": row["events"], "total_us": exact_us(row["total"]), "busy_us": exact_us(row["busy"]), "share": row["share"],
+         "categories": categories.get(row["lane"], {})}
+        for row in summary.lanes.iter_rows(named=True)
+    ]  # fmt: skip
+    devices: dict[int, list[dict[str, Any]]] = {}
+    for d in summary.step_devices.iter_rows(named=True):
+        devices.setdefault(d["step"], []).append(d)
+    tracks = list(summary.tracks.iter_rows(named=True))
     busy = [c.removesuffix("_busy") for c in summary.steps.columns if c.endswith("_busy")]  # the lanes with a busy column, in column order
     outside_events, outside_ns = summary.outside_steps
     return {
@@ -76,11 +74,12 @@ def summary_dict(summary: Summary, session: Session | None, view: OpView = OpVie
         "tracks": [
             {"lane": r["lane"], "track": r["track"], "events": r["events"], "total_us": exact_us(r["total"]), "busy_us": exact_us(r["busy"]),
              "idle_us": exact_us(r["idle"]), "span_us": exact_us(r["span"]), "gaps": r["gaps"], "idle_share": r["idle_share"]}
-            for r in summary.tracks.iter_rows(named=True)
+            for r in tracks
         ],
         "hardware_tracks": [
             {"track": r["track"], "busy_us": exact_us(r["busy"]), "idle_us": exact_us(r["idle"]), "span_us": exact_us(r["span"]), "gaps": r["gaps"], "idle_share": r["idle_share"]}
-            for r in summary.hardware_tracks.iter_rows(named=True)
+            for r in tracks
+            if r["lane"] == "hardware"
         ],
         "gaps": {row["kind"]: _stats(row) for row in summary.gaps.iter_rows(named=True)},
         "steps": [
@@ -92,7 +91,7 @@ def summary_dict(summary: Summary, session: Session | None, view: OpView = OpVie
                 "host_busy_us": {lane: exact_us(r[f"{lane}_busy"]) for lane in busy},
                 "devices": [
                     {"device": d["device"], "events": d["events"], "busy_us": exact_us(d["busy"]), "idle_us": exact_us(d["idle"]), "span_us": exact_us(d["span"])}
-                    for d in devices.get((r["step"],), summary.step_devices.clear()).iter_rows(named=True)
+                    for d in devices.get(r["step"], [])
                 ],
             }
             for r in summary.steps.iter_rows(named=True)
