@@ -21,7 +21,8 @@ import polars as pl
 
 from ntrace.analyses.device import ENGINES, DeviceReport
 from ntrace.analyses.neffs import variant_device
-from ntrace.analyses.ops import UNLINKED, op_table
+from ntrace.analyses.ops import GROUP_SCHEMA as OP_GROUP_SCHEMA
+from ntrace.analyses.ops import UNLINKED
 from ntrace.analyses.stats import nearest_rank
 from ntrace.analyses.part import Part
 from ntrace.errors import InputError, NtraceError, valid_text
@@ -85,27 +86,46 @@ def find_variants(paths: Sequence[str | Path]) -> list[tuple[Path, list[Path]]]:
     return found
 
 
-def device_ops(summary: Summary) -> pl.DataFrame:
-    """The op rows of a trace that reached the device: ops (not user annotations, not ProfilerStep*, not the unlinked row) with self device time."""
-    table = op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns)
+def _stacked_op_groups(summaries: Sequence[Summary]) -> pl.LazyFrame:
+    """Every summary's op groups in one frame, each row keyed by its summary's position (`trace`): one query over thousands of traces instead of one per trace."""
+    frames = [s.op_groups for s in summaries]
+    if not frames:
+        return pl.LazyFrame(schema={"trace": pl.Int64, **OP_GROUP_SCHEMA})
+    lengths = pl.Series([f.height for f in frames], dtype=pl.Int64)
+    trace = pl.select(pl.int_range(len(frames), dtype=pl.Int64).repeat_by(lengths).explode()).to_series()
+    return pl.concat(frames, how="vertical_relaxed").lazy().with_columns(trace=pl.lit(trace) if trace.len() else pl.lit(None, pl.Int64))
+
+
+def device_op_totals(summaries: Sequence[Summary]) -> tuple[int, int]:
+    """(self CPU, calls) summed over the op rows that reached the device in each trace: ops (not user annotations, not ProfilerStep*, not the unlinked row)
+    whose row of torch's table (per name and user annotation, the default op_table view) has self device time."""
     wrapper = pl.col("user_annotation") | pl.col("name").is_in([UNLINKED, "ProfilerStep*"])
-    return table.filter(~wrapper & (pl.col("self_device") > 0))
+    totals = (
+        _stacked_op_groups(summaries)
+        .group_by("trace", "name", "user_annotation")
+        .agg(pl.col("self_cpu", "calls", "self_device").sum())
+        .filter(~wrapper & (pl.col("self_device") > 0))
+        .select(pl.col("self_cpu").sum(), pl.col("calls").sum())
+        .collect(engine="in-memory")
+    )
+    return int(totals["self_cpu"][0]), int(totals["calls"][0])
 
 
 def variant_row(name: str, path: Path, summaries: Sequence[Summary], devices: Sequence[DeviceReport] = ()) -> dict[str, Any]:
     """One variant's numbers (ns) summed over its traces' summaries, and over its processed device profiles (None without any)."""
-    reached = [device_ops(s) for s in summaries]
+    self_cpu, calls = device_op_totals(summaries)
     steps = pl.concat([s.steps["dur"] for s in summaries]) if summaries else pl.Series(dtype=pl.Int64)
     backends = sorted({s.device for s in summaries} - {"none"})
+    lanes = pl.concat([s.lanes.select("lane", "total") for s in summaries]) if summaries else pl.DataFrame(schema={"lane": pl.String, "total": pl.Int64})
     return {
         "name": valid_text(name),
         "path": valid_text(str(path)),
         "traces": len(summaries),
         "device_name": "/".join(backends) or "none",
         "device": sum(s.device_ns for s in summaries),
-        "compute": sum(int(s.lanes.filter(pl.col("lane") == "hardware")["total"].sum()) for s in summaries),
-        "self_cpu": sum(int(r["self_cpu"].sum()) for r in reached),
-        "device_op_calls": sum(int(r["calls"].sum()) for r in reached),
+        "compute": int(lanes.filter(pl.col("lane") == "hardware")["total"].sum()),
+        "self_cpu": self_cpu,
+        "device_op_calls": calls,
         "idle": sum(int(s.idle_gaps.sum()) for s in summaries),
         "step": nearest_rank(steps, 50),
         **variant_device(devices),
@@ -149,7 +169,8 @@ def _models(summaries: Sequence[Summary]) -> set[str]:
 
 def _op_names(summaries: Sequence[Summary]) -> set[str]:
     """The names of the ops (not annotations, not the unlinked row) the traces ran."""
-    return {n for s in summaries for n in s.op_groups.filter(~pl.col("user_annotation") & (pl.col("name") != UNLINKED))["name"].to_list()}
+    ops = _stacked_op_groups(summaries).filter(~pl.col("user_annotation") & (pl.col("name") != UNLINKED)).select("name").collect(engine="in-memory")
+    return set(ops["name"].to_list())
 
 
 def compare(paths: Sequence[str | Path], baseline: str | None = None, part: Part | None = None, jobs: Jobs = 1) -> Comparison:
