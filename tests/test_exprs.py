@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ntrace.exprs import fmt, lookup, nulls
+from ntrace.exprs import fmt, lookup, nulls, stacked
 
 
 def test_fmt_equals_polars_format() -> None:
@@ -37,3 +37,12 @@ def test_lookup_keeps_the_type_and_nulls_has_the_length() -> None:
     for n in (0, 1, 7):
         made = nulls(n)
         assert made.dtype == pl.Int64 and made.to_list() == [None] * n
+
+
+@given(st.lists(st.lists(st.tuples(st.text(max_size=3), st.integers(-(2**63), 2**63 - 1)), max_size=4), max_size=6))
+def test_stacked_is_the_rows_in_order_each_keyed_by_its_frame(frames: list[list[tuple[str, int]]]) -> None:
+    schema = pl.Schema({"name": pl.String(), "n": pl.Int64()})
+    given_frames = [pl.DataFrame(rows, schema=schema, orient="row") for rows in frames]
+    out = stacked(given_frames, schema, key="k").collect()
+    assert out.columns == ["name", "n", "k"] and out.schema["k"] == pl.Int64
+    assert out.rows() == [(name, n, k) for k, rows in enumerate(frames) for name, n in rows]  # the oracle: plain list concatenation

@@ -29,3 +29,12 @@ def lookup(values: pl.Series, positions: pl.Series) -> pl.Series:
 def nulls(n: int) -> pl.Series:
     """A column of n nulls (Int64), to scatter positions into: one null looked up n times (extend_constant builds a query)."""
     return lookup(pl.Series([None], dtype=pl.Int64), pl.int_range(n, dtype=pl.UInt32, eager=True) * 0)
+
+
+def stacked(frames: list[pl.DataFrame], schema: pl.Schema, key: str = "trace") -> pl.LazyFrame:
+    """The frames one under another (of `schema`), each row keyed by its frame's position in `key`: one query over many traces' small frames instead of one per trace."""
+    if not frames:
+        return pl.LazyFrame(schema={**schema, key: pl.Int64})
+    lengths = pl.Series([f.height for f in frames], dtype=pl.Int64)
+    positions = pl.select(pl.int_range(len(frames), dtype=pl.Int64).repeat_by(lengths).explode().drop_nulls()).to_series()
+    return pl.concat(frames, how="vertical_relaxed").lazy().with_columns(pl.lit(positions, pl.Int64).alias(key))

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from ntrace import load
-from ntrace.io.cache import FORMAT_VERSION, META_KEY, is_cache, read_cache_summary, read_cache_trace, write_cache
+from ntrace.io.cache import FORMAT_VERSION, META_KEY, is_cache, read_cache_summary, read_cache_trace, stored_summary, write_cache
 from ntrace.trace import Trace
 
 from helpers import write_trace, x
@@ -86,6 +86,22 @@ def test_explorer_parquet_is_not_mistaken_for_ours(tmp_path: Path) -> None:
     assert not is_cache(other)
     assert is_cache(_write(_small(tmp_path), tmp_path / "ours.parquet"))
     assert not is_cache(tmp_path / "missing.parquet")
+
+
+def test_stored_summary_is_ours_or_none_with_one_footer_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ntrace.io.parquet
+
+    ours, bare = _write(_small(tmp_path), tmp_path / "ours.parquet"), _write(_small(tmp_path), tmp_path / "bare.parquet", summary=False)
+    other = tmp_path / "SystemProfileEvents.parquet"
+    pl.DataFrame({"name": ["x"], "start_ts": [1]}).write_parquet(other)
+    (garbage := tmp_path / "garbage.parquet").write_bytes(b"PAR1 not really")
+    reads: list[Path] = []
+    real = ntrace.io.parquet.metadata
+    monkeypatch.setattr(ntrace.io.parquet, "metadata", lambda path: reads.append(path) or real(path))
+    stored = stored_summary(ours)
+    assert stored is not None and reads == [ours]  # what is_cache and read_cache_summary read twice
+    assert stored.to_bytes() == read_cache_summary(ours).to_bytes()  # type: ignore[union-attr]
+    assert [stored_summary(p) for p in (bare, other, garbage, tmp_path / "missing.parquet", _small(tmp_path))] == [None] * 5
 
 
 def test_unreadable_or_foreign_files_are_one_line_errors(tmp_path: Path) -> None:

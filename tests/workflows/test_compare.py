@@ -12,7 +12,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from helpers import REPO, REAL_TRACES, write_trace, x
+from helpers import REPO, REAL_TRACES, shared_trace_files, write_trace, x
 from ntrace.cli import main
 from ntrace.io.manifest import variant_name
 from ntrace.workflows.compare import compare, find_variants
@@ -173,3 +173,19 @@ def test_cli_compare_of_copied_variants_uses_directory_names(tmp_path: Path) -> 
     result = CliRunner().invoke(main, ["compare", str(tmp_path / "my-compiled"), str(tmp_path / "my-naive"), "--format", "json"])
     names = [v["name"] for v in orjson.loads(result.stdout)["variants"]]
     assert names == ["my-compiled", "my-naive"]
+
+
+def test_a_variants_figures_over_many_traces_are_the_sums_of_each_traces() -> None:
+    """variant_row stacks every trace's op groups in one query: the result must be what each trace alone gives, added up (each alone is oracle-checked)."""
+    from ntrace.workflows.analyze import summarize
+    from ntrace.workflows.compare import comparability, variant_row
+
+    summaries = [summarize(p) for p in shared_trace_files()]
+    assert len(summaries) >= 8
+    together = variant_row("all", REAL_TRACES, summaries)
+    alone = [variant_row("one", p.path, [p]) for p in summaries]
+    for figure in ("device", "compute", "self_cpu", "device_op_calls", "idle"):
+        assert together[figure] == sum(row[figure] for row in alone), figure
+    assert sum(row["self_cpu"] > 0 for row in alone) >= 3  # the figures are not all zero
+    halves = [("a", summaries[: len(summaries) // 2]), ("b", summaries[len(summaries) // 2 :])]
+    assert comparability(halves) == comparability([(n, list(reversed(s))) for n, s in halves])  # op names are a set over the traces

@@ -63,7 +63,24 @@ def is_cache(path: str | Path) -> bool:
 def read_cache_summary(path: str | Path) -> Summary | None:
     """The Summary stored in an ntrace Parquet file, or None when there is none or it was computed by other analysis code."""
     metadata = parquet.metadata(Path(path))
-    _provenance(Path(path), metadata)
+    return _summary(Path(path), metadata)
+
+
+def stored_summary(path: str | Path) -> Summary | None:
+    """The Summary stored in `path` when it is an ntrace Parquet file holding one computed by this analysis code, else None: is_cache and read_cache_summary with one read of the footer."""
+    path = Path(path)
+    if path.suffix.lower() != ".parquet" or not parquet.looks_like_parquet(path):
+        return None
+    try:
+        metadata = parquet.metadata(path)
+    except TraceFormatError:
+        return None
+    return _summary(path, metadata) if META_KEY in metadata else None
+
+
+def _summary(path: Path, metadata: dict[str, str]) -> Summary | None:
+    """The Summary in an ntrace Parquet file's metadata (its provenance checked), None when there is none or other analysis code computed it."""
+    _provenance(path, metadata)
     return Summary.from_bytes(metadata[SUMMARY_KEY]) if SUMMARY_KEY in metadata else None
 
 

@@ -19,7 +19,7 @@ from ntrace.analyses.part import Part, cut
 from ntrace.analyses.ranks import rank_summary
 from ntrace.errors import InputError, NtraceError, valid_path
 from ntrace.io import read_trace
-from ntrace.io.cache import is_cache, read_cache_summary
+from ntrace.io.cache import stored_summary
 from ntrace.io.discover import find_traces
 from ntrace.io.remote import LocalCopies, is_url, local_copies
 from ntrace.io.kineto import in_worker
@@ -96,7 +96,7 @@ def load(
     trace = read_trace(path, fast=fast, lanes=lanes, max_events=max_events)
     if part is not None:
         trace = cut(trace, part)
-    stored = None if recompute or lanes or part or not is_cache(path) else read_cache_summary(path)
+    stored = None if recompute or lanes or part else stored_summary(path)
     return Profile(trace, stored)
 
 
@@ -106,7 +106,7 @@ def summarize(
 ) -> Summary:  # fmt: skip
     """The Summary of one trace file (with what its HTML timeline draws when `timeline`); a cache's stored summary is read instead of recomputed."""
     path = Path(path)
-    if not (recompute or lanes or timeline or part) and (stored := _stored_summary(path)) is not None:
+    if not (recompute or lanes or timeline or part) and (stored := stored_summary(path)) is not None:
         return stored
     profile = load(path, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, part=part)
     summary = profile.summary()
@@ -116,14 +116,9 @@ def summarize(
 def summarize_rank(path: str | Path, fast: bool = True) -> RankSummary:
     """What `ntrace ranks` reads of one trace file, computing only that (no op tree or op table); a cache's stored summary is read instead."""
     path = Path(path)
-    if (stored := _stored_summary(path)) is not None:
+    if (stored := stored_summary(path)) is not None:
         return rank_summary(stored)
     return load(path, fast=fast).rank_summary()
-
-
-def _stored_summary(path: Path) -> Summary | None:
-    """The summary an ntrace Parquet cache stores, when `path` is one and its summary was computed by this analysis code."""
-    return read_cache_summary(path) if path.suffix.lower() == ".parquet" and is_cache(path) else None
 
 
 def _summarize_or_error(

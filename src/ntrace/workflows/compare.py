@@ -26,6 +26,7 @@ from ntrace.analyses.ops import UNLINKED
 from ntrace.analyses.stats import nearest_rank
 from ntrace.analyses.part import Part
 from ntrace.errors import InputError, NtraceError, valid_text
+from ntrace.exprs import stacked
 from ntrace.io.discover import find_traces
 from ntrace.io.manifest import variant_name
 from ntrace.neuron.device.layout import find_profiles
@@ -86,22 +87,12 @@ def find_variants(paths: Sequence[str | Path]) -> list[tuple[Path, list[Path]]]:
     return found
 
 
-def _stacked_op_groups(summaries: Sequence[Summary]) -> pl.LazyFrame:
-    """Every summary's op groups in one frame, each row keyed by its summary's position (`trace`): one query over thousands of traces instead of one per trace."""
-    frames = [s.op_groups for s in summaries]
-    if not frames:
-        return pl.LazyFrame(schema={"trace": pl.Int64, **OP_GROUP_SCHEMA})
-    lengths = pl.Series([f.height for f in frames], dtype=pl.Int64)
-    trace = pl.select(pl.int_range(len(frames), dtype=pl.Int64).repeat_by(lengths).explode()).to_series()
-    return pl.concat(frames, how="vertical_relaxed").lazy().with_columns(trace=pl.lit(trace) if trace.len() else pl.lit(None, pl.Int64))
-
-
 def device_op_totals(summaries: Sequence[Summary]) -> tuple[int, int]:
     """(self CPU, calls) summed over the op rows that reached the device in each trace: ops (not user annotations, not ProfilerStep*, not the unlinked row)
     whose row of torch's table (per name and user annotation, the default op_table view) has self device time."""
     wrapper = pl.col("user_annotation") | pl.col("name").is_in([UNLINKED, "ProfilerStep*"])
     totals = (
-        _stacked_op_groups(summaries)
+        stacked([s.op_groups for s in summaries], OP_GROUP_SCHEMA)
         .group_by("trace", "name", "user_annotation")
         .agg(pl.col("self_cpu", "calls", "self_device").sum())
         .filter(~wrapper & (pl.col("self_device") > 0))
@@ -169,7 +160,7 @@ def _models(summaries: Sequence[Summary]) -> set[str]:
 
 def _op_names(summaries: Sequence[Summary]) -> set[str]:
     """The names of the ops (not annotations, not the unlinked row) the traces ran."""
-    ops = _stacked_op_groups(summaries).filter(~pl.col("user_annotation") & (pl.col("name") != UNLINKED)).select("name").collect(engine="in-memory")
+    ops = stacked([s.op_groups for s in summaries], OP_GROUP_SCHEMA).filter(~pl.col("user_annotation") & (pl.col("name") != UNLINKED)).select("name").collect(engine="in-memory")
     return set(ops["name"].to_list())
 
 

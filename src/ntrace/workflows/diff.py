@@ -17,9 +17,11 @@ from typing import Sequence
 import polars as pl
 
 from ntrace.analyses import stats
-from ntrace.analyses.ops import UNLINKED, op_table
+from ntrace.analyses.ops import GROUP_SCHEMA as OP_GROUP_SCHEMA
+from ntrace.analyses.ops import UNLINKED
 from ntrace.analyses.part import Part
 from ntrace.errors import InputError, valid_path
+from ntrace.exprs import stacked
 from ntrace.summary import Summary
 from ntrace.workflows.analyze import Jobs, analyze
 from ntrace.workflows.compare import comparability
@@ -54,8 +56,8 @@ class Diff:
 
 def _ops(summaries: Sequence[Summary]) -> pl.DataFrame:
     """Op rows summed over traces: name, user_annotation, calls, self_cpu, self_device."""
-    tables = [op_table(s.op_groups, s.self_cpu_ns, s.device_ns).select("name", "user_annotation", "calls", "self_cpu", "self_device") for s in summaries]
-    return pl.concat(tables).group_by("name", "user_annotation").agg(pl.col("calls", "self_cpu", "self_device").sum())
+    groups = stacked([s.op_groups for s in summaries], OP_GROUP_SCHEMA)  # the rows of every trace's op table (default view) summed at once
+    return groups.group_by("name", "user_annotation").agg(pl.col("calls", "self_cpu", "self_device").sum()).collect(engine="in-memory")
 
 
 def _status(metric: str, threshold: float) -> pl.Expr:
@@ -114,7 +116,8 @@ def op_changes(base: Sequence[Summary], test: Sequence[Summary], threshold: floa
 
 def _lanes(summaries: Sequence[Summary]) -> pl.DataFrame:
     """Lane totals summed over traces: lane, total, busy (ns)."""
-    return pl.concat([s.lanes.select(pl.col("lane").cast(pl.String), "total", "busy") for s in summaries]).group_by("lane", maintain_order=True).sum()
+    lanes = stacked([s.lanes for s in summaries], pl.Schema({"lane": pl.String(), "total": pl.Int64(), "busy": pl.Int64()}))
+    return lanes.group_by(pl.col("lane").cast(pl.String), maintain_order=True).agg(pl.col("total", "busy").sum()).collect(engine="in-memory")
 
 
 def _gap_stats(summaries: Sequence[Summary]) -> pl.DataFrame:
