@@ -51,13 +51,7 @@ def write_cache(trace: Trace, out: str | Path, summary: Summary | None = None) -
 
 def is_cache(path: str | Path) -> bool:
     """True when `path` is a Parquet file that ntrace itself wrote (it carries the `ntrace.events` metadata)."""
-    path = Path(path)
-    if path.suffix.lower() != ".parquet" or not parquet.looks_like_parquet(path):
-        return False
-    try:
-        return META_KEY in parquet.metadata(path)
-    except TraceFormatError:
-        return False
+    return _our_metadata(Path(path)) is not None
 
 
 def read_cache_summary(path: str | Path) -> Summary | None:
@@ -69,13 +63,18 @@ def read_cache_summary(path: str | Path) -> Summary | None:
 def stored_summary(path: str | Path) -> Summary | None:
     """The Summary stored in `path` when it is an ntrace Parquet file holding one computed by this analysis code, else None: is_cache and read_cache_summary with one read of the footer."""
     path = Path(path)
+    return None if (metadata := _our_metadata(path)) is None else _summary(path, metadata)
+
+
+def _our_metadata(path: Path) -> dict[str, str] | None:
+    """The footer's key-value metadata when `path` is a Parquet file ntrace wrote (it carries `ntrace.events`), else None (never raises)."""
     if path.suffix.lower() != ".parquet" or not parquet.looks_like_parquet(path):
         return None
     try:
         metadata = parquet.metadata(path)
     except TraceFormatError:
         return None
-    return _summary(path, metadata) if META_KEY in metadata else None
+    return metadata if META_KEY in metadata else None
 
 
 def _summary(path: Path, metadata: dict[str, str]) -> Summary | None:

@@ -107,14 +107,15 @@ def variant_row(name: str, path: Path, summaries: Sequence[Summary], devices: Se
     self_cpu, calls = device_op_totals(summaries)
     steps = pl.concat([s.steps["dur"] for s in summaries]) if summaries else pl.Series(dtype=pl.Int64)
     backends = sorted({s.device for s in summaries} - {"none"})
-    lanes = pl.concat([s.lanes.select("lane", "total") for s in summaries]) if summaries else pl.DataFrame(schema={"lane": pl.String, "total": pl.Int64})
+    lanes = stacked([s.lanes for s in summaries], pl.Schema({"lane": pl.String(), "total": pl.Int64()}))
+    compute = lanes.filter(pl.col("lane") == "hardware").select(pl.col("total").sum()).collect(engine="in-memory").item()
     return {
         "name": valid_text(name),
         "path": valid_text(str(path)),
         "traces": len(summaries),
         "device_name": "/".join(backends) or "none",
         "device": sum(s.device_ns for s in summaries),
-        "compute": int(lanes.filter(pl.col("lane") == "hardware")["total"].sum()),
+        "compute": int(compute),
         "self_cpu": self_cpu,
         "device_op_calls": calls,
         "idle": sum(int(s.idle_gaps.sum()) for s in summaries),
