@@ -1,12 +1,15 @@
-"""Shared fixtures: each real public trace in turn."""
+"""Shared fixtures: each real public trace in turn; the summary memo off, so no test reads what another computed (tests/io/test_memo.py turns it on)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from helpers import shared_trace_files
+
+os.environ["NTRACE_CACHE"] = "0"  # inherited by every CLI the tests start
 
 
 @pytest.fixture(params=shared_trace_files(), ids=lambda p: p.name.split("__")[0])

@@ -358,6 +358,33 @@ def lanes() -> None:
     click.echo(table(list(rules.columns), [[str(v) for v in r] for r in rules.iter_rows()], left=rules.width))
 
 
+@main.command(short_help="Show or clear the summary memo that later runs read.", epilog=_examples("ntrace cache", "ntrace cache --clear", "NTRACE_CACHE=0 ntrace analyze run/   one run without it"))
+@click.option("--clear", is_flag=True, help="Remove every remembered summary (only those: nothing else in the directory).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@_fail_cleanly
+def cache(clear: bool, fmt: str) -> None:
+    """Where the summary memo is and what it holds. analyze, compare, diff and ranks remember each trace's summary there, keyed by the file's path and identity and by ntrace's code, and read it instead of the trace while the file is unchanged.
+
+    NTRACE_CACHE=0 turns it off, NTRACE_CACHE_DIR moves it, NTRACE_CACHE_MB caps it (least recently used dropped first).
+    """
+    from dataclasses import asdict
+
+    import orjson
+
+    from ntrace.io import memo
+
+    if clear:
+        removed = memo.clear()
+        click.echo(f"removed {plural(removed, 'remembered summary', 'remembered summaries')} from {one_line(str(memo.location()))}", err=fmt == "json")
+    state = memo.usage()
+    if fmt == "json":
+        click.echo(orjson.dumps(asdict(state), option=orjson.OPT_INDENT_2).decode())
+        return
+    click.echo(f"directory  {one_line(state.directory)}")
+    click.echo(f"state      {'on' if state.enabled else 'off (NTRACE_CACHE=0)'}")
+    click.echo(f"entries    {plural(state.entries, 'summary', 'summaries')} of this ntrace, {size(state.bytes)} of {size(state.ceiling_bytes)}")
+
+
 def _ints(text: str, what: str, count: int | None = None) -> tuple[int, ...]:
     """Parse "4,512" into (4, 512), or raise a click error naming the option."""
     try:

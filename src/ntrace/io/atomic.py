@@ -17,14 +17,15 @@ _PARTIAL: set[str] = set()
 
 
 @contextlib.contextmanager
-def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
+def atomic_open(path: str | Path, durable: bool = True) -> Iterator[BinaryIO]:
     """Open a binary file that appears at `path` only when the block ends without an exception.
 
     The data goes to a hidden temporary file beside `path` (same directory, so the final
     `os.replace` is one atomic rename on the same file system); it is flushed and fsynced
     before the rename. On any exception, including KeyboardInterrupt, the temporary file is
     removed and an existing file at `path` is left as it was. When `path` is a symbolic link,
-    the file it points to is written (as `cp` does) and the link is kept.
+    the file it points to is written (as `cp` does) and the link is kept. `durable=False` skips the
+    fsync, for files that may be lost in a crash (an entry of the summary memo, recomputed then).
     """
     path = Path(path)
     if path.is_symlink():
@@ -36,7 +37,8 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
         with io.BufferedWriter(raw) as fh:
             yield fh
             fh.flush()
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
         _PARTIAL.discard(tmp)

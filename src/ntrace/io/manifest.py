@@ -19,10 +19,7 @@ _LEVELS = 3
 
 def find_manifest(path: str | Path) -> dict[str, Any] | None:
     """The nearest readable capture.json (a regular file of at most MANIFEST_LIMIT bytes) with a "variant" at `path` (a folder or a trace) or a few folders above it, else None."""
-    path = Path(path).resolve()
-    start = path if path.is_dir() else path.parent
-    for where in (start, *list(start.parents)[:_LEVELS]):
-        manifest = where / CAPTURE_FILE
+    for manifest in manifest_candidates(path):
         try:
             st = manifest.stat()
             if not stat.S_ISREG(st.st_mode) or st.st_size > MANIFEST_LIMIT:
@@ -34,6 +31,13 @@ def find_manifest(path: str | Path) -> dict[str, Any] | None:
         if isinstance(doc, dict) and isinstance(doc.get("variant"), str) and doc["variant"]:
             return doc
     return None
+
+
+def manifest_candidates(path: str | Path) -> list[Path]:
+    """Where find_manifest looks for `path`'s capture.json, nearest first: its folder (or itself, a folder) and a few above."""
+    path = Path(path).resolve()
+    start = path if path.is_dir() else path.parent
+    return [where / CAPTURE_FILE for where in (start, *list(start.parents)[:_LEVELS])]
 
 
 def variant_name(path: str | Path) -> str:

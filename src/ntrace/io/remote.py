@@ -21,6 +21,8 @@ from ntrace.io.files import check_fits
 from ntrace.units import size
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+#: How the temporary directory of a run's downloaded copies is named (in the system's temporary directory).
+COPIES_PREFIX = "ntrace-remote-"
 
 
 def is_url(path: str | Path) -> bool:
@@ -67,7 +69,7 @@ def local_copies(paths: Sequence[str | Path], defer: Callable[[str], bool] | Non
     if not any(is_url(p) for p in paths):
         yield LocalCopies(list(paths))
         return
-    with tempfile.TemporaryDirectory(prefix="ntrace-remote-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=COPIES_PREFIX) as tmp:
         deferred: dict[Path, tuple[Any, str, str]] = {}
         copies = {str(p): _download(str(p), Path(tmp) / str(i), defer, deferred) for i, p in enumerate(paths) if is_url(p)}  # URL → the file or directory standing for it
         local = LocalCopies([copies.get(str(p), p) for p in paths], {str(copy): url.rstrip("/") for url, copy in copies.items()}, deferred)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar
 
@@ -18,7 +19,7 @@ from ntrace.analyses.device import DeviceReport
 from ntrace.analyses.part import Part, cut
 from ntrace.analyses.ranks import rank_summary
 from ntrace.errors import InputError, NtraceError, valid_path
-from ntrace.io import read_trace
+from ntrace.io import memo, read_trace
 from ntrace.io.cache import stored_summary
 from ntrace.io.discover import find_traces
 from ntrace.io.remote import LocalCopies, is_url, local_copies
@@ -104,21 +105,33 @@ def summarize(
     path: str | Path, fast: bool = True, lanes: Mapping[str, str] | None = None, max_events: int | None = None, recompute: bool = False, timeline: bool = False,
     part: Part | None = None,
 ) -> Summary:  # fmt: skip
-    """The Summary of one trace file (with what its HTML timeline draws when `timeline`); a cache's stored summary is read instead of recomputed."""
+    """The Summary of one trace file (with what its HTML timeline draws when `timeline`); a cache's stored summary, or the memo's (ntrace.io.memo), is read instead of recomputed."""
     path = Path(path)
-    if not (recompute or lanes or timeline or part) and (stored := stored_summary(path)) is not None:
-        return stored
+    if not (recompute or lanes or timeline or part) and (known := recalled(path, fast, use_memo=max_events is None)) is not None:
+        return known
     profile = load(path, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, part=part)
     summary = profile.summary()
+    if not (lanes or timeline or part) and max_events is None:
+        memo.remember(path, "summary", summary, fast)
     return replace(summary, timeline=profile.timeline()) if timeline else summary
 
 
-def summarize_rank(path: str | Path, fast: bool = True) -> RankSummary:
-    """What `ntrace ranks` reads of one trace file, computing only that (no op tree or op table); a cache's stored summary is read instead."""
-    path = Path(path)
+def recalled(path: Path, fast: bool = True, use_memo: bool = True) -> Summary | None:
+    """The Summary computed earlier for the trace at `path`: the one its ntrace Parquet cache stores, else (with `use_memo`) the memo's; None when there is neither."""
     if (stored := stored_summary(path)) is not None:
-        return rank_summary(stored)
-    return load(path, fast=fast).rank_summary()
+        return stored
+    kept = memo.recall(path, "summary", fast) if use_memo else None
+    return kept if isinstance(kept, Summary) else None
+
+
+def summarize_rank(path: str | Path, fast: bool = True) -> RankSummary:
+    """What `ntrace ranks` reads of one trace file, computing only that (no op tree or op table); a summary computed earlier (recalled) or the memo's rank summary is read instead."""
+    path = Path(path)
+    if (known := _recalled_rank(path, fast)) is not None:
+        return known
+    result = load(path, fast=fast).rank_summary()
+    memo.remember(path, "rank", result, fast)
+    return result
 
 
 def _summarize_or_error(
@@ -153,19 +166,37 @@ def summarize_all(
 ) -> list[Summary | NtraceError]:
     """Each trace's Summary, or the error that stopped it, in order: on `executor` when given, else in `jobs` spawned worker processes (see workers_for)."""
     n = len(traces)
-    return _each(_summarize_or_error, (traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n, [part] * n), jobs, executor)
+    known = None if recompute or lanes or timeline or part else partial(recalled, fast=fast, use_memo=max_events is None)
+    return _each(_summarize_or_error, (traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n, [part] * n), jobs, executor, known)
 
 
 def summarize_ranks(traces: Sequence[Path], *, jobs: Jobs = 1, executor: Executor | None = None, fast: bool = True) -> list[RankSummary | NtraceError]:
     """Each trace's RankSummary (summarize_rank), or the error that stopped it, in order, run as summarize_all runs."""
-    return _each(_summarize_rank_or_error, (traces, [fast] * len(traces)), jobs, executor)
+    return _each(_summarize_rank_or_error, (traces, [fast] * len(traces)), jobs, executor, partial(_recalled_rank, fast=fast))
 
 
-def _each(fn: Callable[..., T], args: tuple[Sequence[Any], ...], jobs: Jobs, executor: Executor | None) -> list[T]:
-    """`fn` over the zipped `args` columns (the first: the trace paths), in order: on `executor` when given, else in the spawned worker processes workers_for gives (none when 1)."""
+def _recalled_rank(path: Path, fast: bool) -> RankSummary | None:
+    """The RankSummary of a summary computed earlier (recalled), or the memo's rank summary; None when there is neither."""
+    if (known := recalled(path, fast)) is not None:
+        return rank_summary(known)
+    kept = memo.recall(path, "rank", fast)
+    return kept if isinstance(kept, RankSummary) else None
+
+
+def _each(fn: Callable[..., T], args: tuple[Sequence[Any], ...], jobs: Jobs, executor: Executor | None, known: Callable[[Path], T | None] | None = None) -> list[T]:
+    """`fn` over the zipped `args` columns (the first: the trace paths), in order: on `executor` when given, else in the spawned worker processes workers_for gives (none when 1).
+
+    Before starting workers, `known` gives what was computed earlier (stored or memo summaries),
+    read here at a fraction of a worker's start-up; only the other traces go to the workers.
+    """
     n = len(args[0])
     if executor is not None:
         return counted(executor.map(fn, *args), n)
+    if known is not None and workers_for(jobs, args[0]) > 1:
+        found = counted((known(p) for p in args[0]), n, "reading stored summaries")
+        todo = [i for i, result in enumerate(found) if result is None]
+        rest = iter(_each(fn, tuple([column[i] for i in todo] for column in args), jobs, None))
+        return [next(rest) if result is None else result for result in found]
     if (workers := workers_for(jobs, args[0])) > 1:
         with worker_pool(workers) as pool:
             return counted(pool.map(fn, *args, chunksize=chunk_size(n, workers)), n)

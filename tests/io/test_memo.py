@@ -1,0 +1,253 @@
+"""The summary memo (ntrace.io.memo): what a later run reads instead of recomputing, when it must recompute, and that it never changes an output or fails a command."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import ntrace.workflows.analyze as analyze_mod
+from ntrace.cli import main
+from ntrace.io import memo
+from ntrace.io.manifest import CAPTURE_FILE
+from ntrace.io.remote import COPIES_PREFIX
+
+from helpers import shared_trace_files, write_trace, x
+
+
+@pytest.fixture
+def memo_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The memo turned on, in a directory of its own."""
+    where = tmp_path / "memo"
+    monkeypatch.setenv("NTRACE_CACHE", "1")
+    monkeypatch.setenv("NTRACE_CACHE_DIR", str(where))
+    monkeypatch.setattr(memo, "_writes", 0)
+    return where
+
+
+def _rank(path: Path, rank: int, mm: int = 40) -> Path:
+    """A small rank trace: one step, one op launching one kernel of `mm` µs."""
+    events = [
+        x("ProfilerStep#1", "user_annotation", 0, 100),
+        x("aten::mm", "cpu_op", 1, mm, **{"External id": 1}),
+        x("cudaLaunchKernel", "cuda_runtime", 5, 4, correlation=7, **{"External id": 1}),
+        x("gemm", "kernel", 12, mm, pid=0, tid=7, correlation=7, stream=7, device=0),
+    ]
+    return write_trace(path, events, distributedInfo={"rank": rank})
+
+
+def _traces(root: Path) -> Path:
+    """A directory of two hand-made ranks and the real traces."""
+    root.mkdir()
+    _rank(root / "rank_0.pt.trace.json", 0)
+    _rank(root / "rank_1.pt.trace.json", 1, mm=55)
+    for real in shared_trace_files():
+        shutil.copy(real, root / real.name)
+    return root
+
+
+def _run(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _entries(where: Path, suffix: str = "") -> list[Path]:
+    return sorted(p for p in where.glob("summaries-*/*") if p.name.endswith(suffix))
+
+
+def _no_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make reading any trace fail: what still runs can only come from the memo."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a trace was read although its summary is remembered")
+
+    monkeypatch.setattr(analyze_mod, "load", refuse)
+
+
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_a_later_run_reads_the_memo_and_prints_the_same_bytes(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
+    root = _traces(tmp_path / "in")
+    before = sorted(os.listdir(root))
+    monkeypatch.setenv("NTRACE_CACHE", "0")
+    off = _run("analyze", str(root), "--format", fmt, "--quiet")
+    assert not memo_dir.exists()  # off means off
+    monkeypatch.setenv("NTRACE_CACHE", "1")
+    cold = _run("analyze", str(root), "--format", fmt, "--quiet")
+    assert len(_entries(memo_dir, ".summary")) == len(before)
+    _no_analysis(monkeypatch)
+    warm = _run("analyze", str(root), "--format", fmt, "--quiet")
+    assert off == cold == warm
+    assert sorted(os.listdir(root)) == before  # nothing written beside the inputs
+
+
+def test_compare_and_diff_read_the_memo_too(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    _rank(a / "rank_0.pt.trace.json", 0)
+    _rank(b / "rank_0.pt.trace.json", 0, mm=70)
+    first = (_run("compare", str(a), str(b), "--format", "json"), _run("diff", str(a), str(b), "--format", "json"))
+    _no_analysis(monkeypatch)
+    assert (_run("compare", str(a), str(b), "--format", "json"), _run("diff", str(a), str(b), "--format", "json")) == first
+
+
+def test_ranks_keeps_its_own_entries_and_reads_a_whole_summary(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "in"
+    root.mkdir()
+    for rank in range(3):
+        _rank(root / f"rank_{rank}.pt.trace.json", rank, mm=30 + rank)
+    monkeypatch.setenv("NTRACE_CACHE", "0")
+    off = _run("ranks", str(root), "--format", "json")
+    monkeypatch.setenv("NTRACE_CACHE", "1")
+    assert _run("ranks", str(root), "--format", "json") == off
+    assert len(_entries(memo_dir, ".rank")) == 3 and not _entries(memo_dir, ".summary")
+    with monkeypatch.context() as m:
+        _no_analysis(m)
+        assert _run("ranks", str(root), "--format", "json") == off
+    for entry in _entries(memo_dir, ".rank"):
+        entry.unlink()
+    _run("analyze", str(root), "--format", "json")  # whole summaries, which ranks reads as well
+    _no_analysis(monkeypatch)
+    assert _run("ranks", str(root), "--format", "json") == off
+
+
+def test_a_changed_trace_or_manifest_is_recomputed(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "in"
+    root.mkdir()
+    trace = _rank(root / "rank_0.pt.trace.json", 0, mm=40)
+
+    def fresh() -> str:
+        with monkeypatch.context() as m:
+            m.setenv("NTRACE_CACHE", "0")
+            return _run("analyze", str(trace), "--format", "json")
+
+    first = _run("analyze", str(trace), "--format", "json")
+    size = trace.stat().st_size
+    _rank(trace, 0, mm=50)  # same size, other content
+    assert trace.stat().st_size == size
+    second = _run("analyze", str(trace), "--format", "json")
+    assert second != first and second == fresh()
+    (root / CAPTURE_FILE).write_text('{"variant": "naive"}')  # the variant a summary names comes from here
+    third = _run("analyze", str(trace), "--format", "json")
+    assert '"variant": "naive"' in third and third == fresh()
+
+
+def test_the_path_as_given_is_part_of_the_key(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = _rank(tmp_path / "rank_0.pt.trace.json", 0)
+    _run("analyze", str(trace), "--format", "json")
+    monkeypatch.chdir(tmp_path)
+    out = _run("analyze", "rank_0.pt.trace.json", "--format", "json")
+    assert '"rank_0.pt.trace.json"' in out and str(tmp_path) not in out  # printed as given, not as the first run named it
+    assert len(_entries(memo_dir, ".summary")) == 2
+
+
+def test_a_damaged_entry_is_recomputed_and_replaced(tmp_path: Path, memo_dir: Path) -> None:
+    trace = _rank(tmp_path / "rank_0.pt.trace.json", 0)
+    good = _run("analyze", str(trace), "--format", "json")
+    (entry,) = _entries(memo_dir)
+    for damage in (b"", b"garbage", entry.read_bytes()[:-40], b"\x00" * 5000):
+        entry.write_bytes(damage)
+        assert _run("analyze", str(trace), "--format", "json") == good
+        assert entry.read_bytes() != damage
+
+
+def test_other_options_neither_read_nor_write_it(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = _rank(tmp_path / "rank_0.pt.trace.json", 0)
+    for args in (["--max-events", "3"], ["--steps", "1"], ["--window", "0:50"]):
+        _run("analyze", str(trace), "--format", "json", *args)
+    assert not _entries(memo_dir)
+    _run("analyze", str(trace), "--format", "json")
+    calls: list[object] = []
+    real = analyze_mod.load
+    monkeypatch.setattr(analyze_mod, "load", lambda *a, **k: calls.append(a) or real(*a, **k))
+    _run("analyze", str(trace), "--format", "json", "--max-events", "3")
+    assert calls  # computed, not the remembered whole-trace summary
+
+
+def test_an_unusable_memo_never_fails_a_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = _rank(tmp_path / "rank_0.pt.trace.json", 0)
+    monkeypatch.setenv("NTRACE_CACHE", "0")
+    off = _run("analyze", str(trace), "--format", "json")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("NTRACE_CACHE", "1")
+    for where in (blocker, blocker / "below"):
+        monkeypatch.setenv("NTRACE_CACHE_DIR", str(where))
+        assert _run("analyze", str(trace), "--format", "json") == off
+    assert blocker.read_text() == "not a directory"
+
+
+def test_workers_start_only_for_what_is_not_remembered(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "in"
+    root.mkdir()
+    for rank in range(analyze_mod.AUTO_MIN_TRACES):
+        _rank(root / f"rank_{rank}.pt.trace.json", rank)
+    first = _run("analyze", str(root), "--format", "json", "--jobs", "1")
+
+    def no_pool(workers: int) -> None:
+        raise AssertionError("workers started although every summary is remembered")
+
+    monkeypatch.setattr(analyze_mod, "worker_pool", no_pool)
+    assert _run("analyze", str(root), "--format", "json", "--jobs", "2") == first
+
+
+def test_prune_drops_other_code_then_the_least_recently_used(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    current = memo_dir / memo._code_dir()
+    current.mkdir(parents=True)
+    other = memo_dir / "summaries-0123456789abcdef01234567"
+    other.mkdir()
+    (other / "x.summary").write_bytes(b"old code")
+    unrelated = memo_dir / "notes.txt"
+    unrelated.write_text("kept")
+    for age in range(8):
+        entry = current / f"{age}.summary"
+        entry.write_bytes(b"x" * 1000)
+        os.utime(entry, ns=(10**18 - age * 10**9, 10**18 - age * 10**9))  # 0 newest, 7 oldest
+    monkeypatch.setattr(memo, "_ceiling", lambda: 8000)
+    memo.prune(memo_dir)
+    assert not other.exists() and unrelated.exists() and len(list(current.iterdir())) == 8  # at the ceiling: nothing dropped
+    monkeypatch.setattr(memo, "_ceiling", lambda: 7999)
+    memo.prune(memo_dir)
+    assert sorted(p.name for p in current.iterdir()) == [f"{age}.summary" for age in range(5)]  # down to 3/4 of it, oldest first
+
+
+def test_the_ceiling_holds_over_a_run(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "in"
+    root.mkdir()
+    for rank in range(4):
+        _rank(root / f"rank_{rank}.pt.trace.json", rank)
+    monkeypatch.setenv("NTRACE_CACHE_MB", "0")
+    monkeypatch.setattr(memo, "_CHECK_EVERY", 1)
+    _run("analyze", str(root), "--format", "json")
+    assert not _entries(memo_dir)
+
+
+def test_downloaded_copies_are_never_kept(tmp_path: Path, memo_dir: Path) -> None:
+    copies = Path(tempfile.gettempdir()) / f"{COPIES_PREFIX}test{os.getpid()}"
+    copies.mkdir()
+    try:
+        trace = _rank(copies / "rank_0.pt.trace.json", 0)
+        _run("analyze", str(trace), "--format", "json")
+        assert not _entries(memo_dir)
+        assert memo._is_copy(trace) and not memo._is_copy(tmp_path / "rank_0.pt.trace.json")
+    finally:
+        shutil.rmtree(copies)
+
+
+def test_the_cache_command_shows_and_clears_only_entries(tmp_path: Path, memo_dir: Path) -> None:
+    _run("analyze", str(_rank(tmp_path / "rank_0.pt.trace.json", 0)), "--format", "json")
+    _run("ranks", str(_rank(tmp_path / "rank_1.pt.trace.json", 1)), "--format", "json")
+    assert len(_entries(memo_dir, ".summary")) == len(_entries(memo_dir, ".rank")) == 1
+    shown = json.loads(_run("cache", "--format", "json"))
+    assert shown["directory"] == str(memo_dir) and shown["enabled"] is True and shown["entries"] == 2
+    assert shown["bytes"] == sum(p.stat().st_size for p in _entries(memo_dir))
+    keep = memo_dir / "mine.txt"
+    keep.write_text("not ours")
+    result = CliRunner().invoke(main, ["cache", "--clear"])
+    assert result.exit_code == 0 and "removed 2 remembered summaries" in result.output and "0 summaries" in result.output
+    assert not _entries(memo_dir) and keep.read_text() == "not ours"
