@@ -251,3 +251,26 @@ def test_the_cache_command_shows_and_clears_only_entries(tmp_path: Path, memo_di
     result = CliRunner().invoke(main, ["cache", "--clear"])
     assert result.exit_code == 0 and "removed 2 remembered summaries" in result.output and "0 summaries" in result.output
     assert not _entries(memo_dir) and keep.read_text() == "not ours"
+
+
+@pytest.mark.parametrize("name", [b"rank_\xff\xfe.pt.trace.json", b"r" * 230 + b".pt.trace.json", b"rank \x1b[31m0.pt.trace.json"], ids=["not-utf8", "long", "escape"])
+def test_hostile_names_are_remembered_or_skipped_never_a_failure(tmp_path: Path, memo_dir: Path, name: bytes) -> None:
+    root = tmp_path / "in"
+    root.mkdir()
+    trace = Path(os.fsdecode(bytes(root) + b"/" + name))
+    _rank(trace, 0)
+    _rank(root / "rank_1.pt.trace.json", 1)
+    first = _run("analyze", str(root), "--format", "json")
+    assert _run("analyze", str(root), "--format", "json") == first
+    assert len(_entries(memo_dir, ".summary")) >= 1
+
+
+def test_a_symlinked_trace_follows_its_target(tmp_path: Path, memo_dir: Path) -> None:
+    a, b = _rank(tmp_path / "a.json", 0, mm=40), _rank(tmp_path / "b.json", 0, mm=60)
+    link = tmp_path / "rank_0.pt.trace.json"
+    link.symlink_to(a)
+    first = _run("analyze", str(link), "--format", "json")
+    link.unlink()
+    link.symlink_to(b)
+    second = _run("analyze", str(link), "--format", "json")
+    assert second != first and second == _run("analyze", str(b), "--format", "json").replace(str(b), str(link))
