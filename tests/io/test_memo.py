@@ -274,3 +274,14 @@ def test_a_symlinked_trace_follows_its_target(tmp_path: Path, memo_dir: Path) ->
     link.symlink_to(b)
     second = _run("analyze", str(link), "--format", "json")
     assert second != first and second == _run("analyze", str(b), "--format", "json").replace(str(b), str(link))
+
+
+def test_a_report_fills_it_for_the_next_command(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = _rank(tmp_path / "rank_0.pt.trace.json", 0)
+    monkeypatch.setenv("NTRACE_CACHE", "0")
+    off = _run("analyze", str(trace), "--format", "json")
+    monkeypatch.setenv("NTRACE_CACHE", "1")
+    CliRunner().invoke(main, ["report", str(trace), "-o", str(tmp_path / "r.html")], catch_exceptions=False)
+    assert (tmp_path / "r.html").is_file() and len(_entries(memo_dir, ".summary")) == 1
+    _no_analysis(monkeypatch)
+    assert _run("analyze", str(trace), "--format", "json") == off

@@ -111,7 +111,7 @@ def summarize(
         return known
     profile = load(path, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, part=part)
     summary = profile.summary()
-    if not (lanes or timeline or part) and max_events is None:
+    if not (lanes or part) and max_events is None:  # kept without the timeline, which no stored summary holds
         memo.remember(path, "summary", summary, fast)
     return replace(summary, timeline=profile.timeline()) if timeline else summary
 
