@@ -121,7 +121,7 @@ def byte_mutation(draw: st.DrawFn, seed: bytes) -> bytes:
         elif op == "duplicate":
             data[at:at] = data[at : at + draw(st.integers(1, 256))]
         else:
-            data[at:at] = draw(st.sampled_from([b"NaN", b"Infinity", b"-1e999", b"99999999999999999999999", b"\xff\xfe", b"\x00", b'"', b"}", b"]", b"{", b"["]))
+            data[at:at] = draw(st.sampled_from([b"NaN", b"Infinity", b"-1e999", b"99999999999999999999999", b"\xff\xfe", b"\\udc80", b"\\ud800", b"\x00", b'"', b"}", b"]", b"{", b"["]))
     if draw(st.booleans()):
         del data[draw(st.integers(0, len(data))) :]
     return bytes(data)

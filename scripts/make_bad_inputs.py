@@ -852,12 +852,14 @@ def _(out: Path) -> str:
 def _(out: Path) -> str:
     """An ntrace cache whose provenance says meta is a list and warnings a number: refused in one line."""
 
-    def forge(frame: Any, metadata: dict[str, str]) -> Any:
-        version = json.loads(metadata["ntrace.events"])["version"]  # this format's, so only the forged fields are wrong
-        metadata["ntrace.events"] = json.dumps({"version": version, "source": "t.json", "meta": [1], "warnings": 7, "variant": None})
-        return frame
+    return put(out, "cache_forged_provenance.pt.trace.json.parquet", _cache_bytes(_forged_provenance))
 
-    return put(out, "cache_forged_provenance.pt.trace.json.parquet", _cache_bytes(forge))
+
+def _forged_provenance(frame: Any, metadata: dict[str, str]) -> Any:
+    """A _cache_bytes tweak: the provenance of this format's version, with meta a list and warnings a number."""
+    version = json.loads(metadata["ntrace.events"])["version"]  # this format's, so only the forged fields are wrong
+    metadata["ntrace.events"] = json.dumps({"version": version, "source": "t.json", "meta": [1], "warnings": 7, "variant": None})
+    return frame
 
 
 @case("cache_forged_summary", 0, "ok", why="An ntrace cache whose stored summary is garbage under the right key: recomputed from the events.")
@@ -1010,6 +1012,31 @@ def _(out: Path) -> str:
     name = put_dir(out, "export_names_skipped_files", {"a.pt.trace.json": SOUND})
     os.symlink("gone.json", out / name / "b.pt.trace.json")
     return name
+
+
+@case("event_names_lone_surrogate_escapes", 0, "warning", r"2 escaped lone surrogates \(in names\?\) were replaced by U\+FFFD",
+      why="Event names written as \\udc80 and \\ud800 escapes (lone surrogates, which json.dumps writes and no text can hold): Polars refused them with a traceback; now U+FFFD with a warning.")
+def _(out: Path) -> str:
+    text = SOUND.replace(b'"aten::mm"', b'"aten::mm\\udc80"', 1).replace(b'"nrt_execute"', b'"nrt\\ud800_execute"', 1)
+    assert text.count(b"\\ud") == 2
+    return put(out, "event_names_lone_surrogate_escapes.pt.trace.json", text)
+
+
+@case("metadata_nested_300_deep", 0, "ok", why="distributedInfo nested 300 deep: past orjson's 255-level writer, so storing the summary (convert, the memo) raised a traceback; now written by the stdlib.")
+def _(out: Path) -> str:
+    deep: dict[str, Any] = {}
+    inner = deep
+    for _ in range(300):
+        inner["k"] = {}
+        inner = inner["k"]
+    return put(out, "metadata_nested_300_deep.pt.trace.json", doc_bytes(sound_events(), distributedInfo={"rank": 0, "deep": deep}))
+
+
+@case("forged_cache_among_many_traces", 0, "warning", r"skipped .*forged\.parquet: has a damaged ntrace\.events record", args=("analyze", "{path}", "-j", "2"),
+      why="A forged ntrace Parquet cache among 16 traces, with workers: reading stored summaries before the workers start stopped the whole run (exit 2); now it is one skipped file.")
+def _(out: Path) -> str:
+    files = {f"rank{i}.pt.trace.json": SOUND for i in range(16)} | {"forged.parquet": _cache_bytes(_forged_provenance)}
+    return put_dir(out, "forged_cache_among_many_traces", files)
 
 
 def write_corpus(out: Path) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import json
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
@@ -121,7 +122,7 @@ class Summary:
                 frames[f.name] = base64.b64encode(buf.getvalue()).decode()
             else:
                 values[f.name] = str(value) if isinstance(value, Path) else value
-        return orjson.dumps({"code": analysis_digest(), "values": values, "frames": frames}, default=str)
+        return _dumps({"code": analysis_digest(), "values": values, "frames": frames})
 
     @classmethod
     def from_bytes(cls, data: bytes | str) -> "Summary | None":
@@ -172,7 +173,7 @@ class RankSummary:
             "schema": RANK_SUMMARY_SCHEMA, "code": analysis_digest(), **provenance, "source": str(self.path), "url": self.source, "meta": self.meta,
             "warnings": list(self.warnings), "figures": dict(self.figures), "steps": _columns(self.steps), "collectives": _columns(self.collectives),
         }  # fmt: skip
-        return orjson.dumps(doc, default=str)
+        return _dumps(doc)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "RankSummary | None":
@@ -186,6 +187,14 @@ class RankSummary:
             return cls(Path(doc["source"]), doc["meta"], tuple(doc["warnings"]), doc["figures"], _frame(doc["steps"]), _frame(doc["collectives"]), doc.get("url"))
         except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError) as exc:
             raise ValueError(f"damaged ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no detail'})") from None
+
+
+def _dumps(doc: Mapping[str, Any]) -> bytes:
+    """`doc` as JSON bytes (unknown types as text), by orjson, or by the stdlib where orjson refuses it: metadata nested past orjson's 255 levels (its reader takes 1,024), text holding a lone surrogate."""
+    try:
+        return orjson.dumps(doc, default=str)
+    except TypeError:
+        return json.dumps(doc, default=str, separators=(",", ":")).encode()  # ASCII: a lone surrogate in a name is kept as its escape
 
 
 def _columns(frame: pl.DataFrame) -> dict[str, Any]:

@@ -8,12 +8,14 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
 import ntrace.workflows.analyze as analyze_mod
 from ntrace.cli import main
 from ntrace.io import memo
+from ntrace.io.cache import META_KEY, stored_summary
 from ntrace.io.manifest import CAPTURE_FILE
 from ntrace.io.remote import COPIES_PREFIX
 
@@ -285,3 +287,35 @@ def test_a_report_fills_it_for_the_next_command(tmp_path: Path, memo_dir: Path, 
     assert (tmp_path / "r.html").is_file() and len(_entries(memo_dir, ".summary")) == 1
     _no_analysis(monkeypatch)
     assert _run("analyze", str(trace), "--format", "json") == off
+
+
+def test_a_damaged_stored_summary_among_many_is_one_skipped_trace(tmp_path: Path, memo_dir: Path) -> None:
+    root = tmp_path / "in"
+    root.mkdir()
+    for rank in range(analyze_mod.AUTO_MIN_TRACES):
+        _rank(root / f"rank_{rank}.pt.trace.json", rank)
+    forged = root / "forged.parquet"
+    pl.DataFrame({"a": [1]}).write_parquet(forged, metadata={META_KEY: "{not json"})
+    _run("analyze", str(root), "--format", "json", "--jobs", "1")  # every JSON trace remembered: the next run reads them before any worker
+    result = CliRunner().invoke(main, ["analyze", str(root), "--format", "json", "--jobs", "2"])
+    assert result.exit_code == 0 and "Traceback" not in result.output
+    assert f"skipped {forged}: is not an ntrace events file" in result.output
+
+
+def test_metadata_nested_past_orjsons_writer_is_kept_and_read_back(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """orjson writes at most 255 levels: a trace whose distributedInfo is nested 300 deep still gets an entry (and a convert a stored summary)."""
+    deep: dict[str, object] = {}
+    inner = deep
+    for _ in range(300):
+        inner["k"] = {}
+        inner = inner["k"]  # type: ignore[assignment]
+    trace = write_trace(tmp_path / "rank_0.pt.trace.json", [x("aten::mm", "cpu_op", 1, 20)], distributedInfo={"rank": 0, "deep": deep})
+    ranks = _run("ranks", str(trace), "--format", "json")
+    first = _run("analyze", str(trace), "--format", "json")
+    assert len(_entries(memo_dir, ".rank")) == len(_entries(memo_dir, ".summary")) == 1
+    _run("convert", str(trace), "-o", str(tmp_path / "out"))
+    (converted,) = (tmp_path / "out").rglob("*.parquet")
+    assert stored_summary(converted) is not None
+    _no_analysis(monkeypatch)
+    assert _run("analyze", str(trace), "--format", "json") == first
+    assert _run("ranks", str(trace), "--format", "json") == ranks

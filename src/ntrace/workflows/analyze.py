@@ -193,7 +193,7 @@ def _each(fn: Callable[..., T], args: tuple[Sequence[Any], ...], jobs: Jobs, exe
     if executor is not None:
         return counted(executor.map(fn, *args), n)
     if known is not None and workers_for(jobs, args[0]) > 1:
-        found = counted((known(p) for p in args[0]), n, "reading stored summaries")
+        found = counted((_known_or_none(known, p) for p in args[0]), n, "reading stored summaries")
         todo = [i for i, result in enumerate(found) if result is None]
         rest = iter(_each(fn, tuple([column[i] for i in todo] for column in args), jobs, None))
         return [next(rest) if result is None else result for result in found]
@@ -201,6 +201,14 @@ def _each(fn: Callable[..., T], args: tuple[Sequence[Any], ...], jobs: Jobs, exe
         with worker_pool(workers) as pool:
             return counted(pool.map(fn, *args, chunksize=chunk_size(n, workers)), n)
     return counted((fn(*a) for a in zip(*args)), n)
+
+
+def _known_or_none(known: Callable[[Path], T | None], path: Path) -> T | None:
+    """known(path), or None when reading it fails: the trace then goes to a worker, which reports the error as the trace's own."""
+    try:
+        return known(path)
+    except NtraceError:
+        return None
 
 
 def workers_for(jobs: Jobs, traces: Sequence[Path]) -> int:

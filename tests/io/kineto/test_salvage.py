@@ -65,6 +65,37 @@ def test_non_utf8_bytes_become_replacement_characters(tmp_path: Path) -> None:
     assert list(got.warnings) == [f"{path}: 1 byte sequences that are not UTF-8 (in names?) were replaced by U+FFFD"]
 
 
+def _without_lone_surrogates(text: str) -> str:
+    """Oracle: `text` with each surrogate code point that is not half of a high-low pair replaced by U+FFFD, scanned one code point at a time."""
+    out, i = [], 0
+    while i < len(text):
+        c = text[i]
+        if "\ud800" <= c <= "\udbff" and i + 1 < len(text) and "\udc00" <= text[i + 1] <= "\udfff":
+            out.append(chr(0x10000 + ((ord(c) - 0xD800) << 10) + ord(text[i + 1]) - 0xDC00))
+            i += 2
+            continue
+        out.append("\ufffd" if "\ud800" <= c <= "\udfff" else c)
+        i += 1
+    return "".join(out)
+
+
+_NAME_CHARS = st.sampled_from(["a", "\\", '"', "u", "d", "8", "c", "0", "\ud800", "\udbff", "\udc00", "\udfff", "\ud83d", "\ude00", "\u00e9", "\U0001f600"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.lists(_NAME_CHARS, max_size=12).map("".join), fast=st.booleans())
+def test_escaped_lone_surrogates_become_replacement_characters(tmp_path_factory: pytest.TempPathFactory, name: str, fast: bool) -> None:
+    """A name written with JSON escapes (as json.dumps writes them, lone surrogates included) is read as its text with every lone surrogate replaced, pairs joined."""
+    path = tmp_path_factory.mktemp("s") / "t.json"
+    events = [x(name, "cpu_op", 0, 5), x("after", "cpu_op", 10, 5, **{"External id": 3})]
+    path.write_bytes(json.dumps({"traceEvents": events, "distributedInfo": {"rank": 0, "note": name}}).encode())
+    got = read_kineto(path, fast=fast)
+    want = _without_lone_surrogates(name)
+    assert got.events["name"].to_list() == [want, "after"] and got.events["external_id"][1] == 3
+    lone = 2 * want.count("\ufffd")  # the name is written twice: the event's and the metadata's
+    assert [w for w in got.warnings if "surrogate" in w] == ([f"{path}: {lone} escaped lone surrogate{'s' if lone != 1 else ''} (in names?) were replaced by U+FFFD"] if lone else [])
+
+
 def test_nan_and_infinity_are_dropped_values_not_errors(tmp_path: Path) -> None:
     path = tmp_path / "t.json"
     path.write_bytes(DOC.replace(b'"dur": 5', b'"dur": NaN', 1).replace(b'"ts": 10', b'"ts": Infinity', 1))

@@ -30,6 +30,8 @@ _SKIM = msgspec.json.Decoder(dict[str, msgspec.Raw] | list[msgspec.Raw])
 _EVENTS = msgspec.json.Decoder(list[msgspec.Raw])
 #: Values that open at this depth are replaced by null when a document nests too deep for the decoders (no Kineto field nests past a few levels).
 MAX_DEPTH = 64
+#: One escape in a JSON string: a surrogate pair (kept), a lone surrogate (replaced), or any other escaped character (kept).
+_ESCAPE = re.compile(rb"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|(u[dD][89a-fA-F][0-9a-fA-F]{2})|.)", re.DOTALL)
 #: A JSON string (skipped whole) or one bracket.
 _BRACKET_OR_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
@@ -43,7 +45,7 @@ def repair_json(raw: bytes, path: Path, warnings: list[str]) -> bytes | Any:
     Warnings about repairs are added only when the repair succeeds: garbage gets one error.
     """
     notes: list[str] = []
-    text = _valid_utf8(raw, path, notes)
+    text = _no_lone_surrogates(_valid_utf8(raw, path, notes), path, notes)
     problem = None
     try:
         _SKIM.decode(text)
@@ -126,6 +128,26 @@ def _valid_utf8(raw: bytes, path: Path, warnings: list[str]) -> bytes:
     bad = text.count("\ufffd") - raw.count("\ufffd".encode())
     warnings.append(f"{path}: {bad} byte sequences that are not UTF-8 (in names?) were replaced by U+FFFD")
     return text.encode()
+
+
+def _no_lone_surrogates(raw: bytes, path: Path, warnings: list[str]) -> bytes:
+    """`raw` with every escaped lone surrogate (`\\udc80` outside a pair: no text can hold it, the fast decoders refuse it) replaced by the escape of U+FFFD, warning with the count."""
+    if b"\\u" not in raw:
+        return raw
+    count = 0
+
+    def replace(match: re.Match[bytes]) -> bytes:
+        nonlocal count
+        if match[1] is None:
+            return match[0]
+        count += 1
+        return b"\\ufffd"
+
+    text = _ESCAPE.sub(replace, raw)
+    if not count:
+        return raw
+    warnings.append(f"{path}: {plural(count, 'escaped lone surrogate')} (in names?) were replaced by U+FFFD")
+    return text
 
 
 def _nonstandard_json(raw: bytes) -> Any:
