@@ -264,7 +264,7 @@ def test_hostile_names_are_remembered_or_skipped_never_a_failure(tmp_path: Path,
     _rank(root / "rank_1.pt.trace.json", 1)
     first = _run("analyze", str(root), "--format", "json")
     assert _run("analyze", str(root), "--format", "json") == first
-    assert len(_entries(memo_dir, ".summary")) >= 1
+    assert len(_entries(memo_dir, ".summary")) == 2  # written for both (a name that is not UTF-8 is shown escaped, so its entry is recomputed)
 
 
 def test_a_symlinked_trace_follows_its_target(tmp_path: Path, memo_dir: Path) -> None:
@@ -319,3 +319,22 @@ def test_metadata_nested_past_orjsons_writer_is_kept_and_read_back(tmp_path: Pat
     _no_analysis(monkeypatch)
     assert _run("analyze", str(trace), "--format", "json") == first
     assert _run("ranks", str(trace), "--format", "json") == ranks
+
+
+def test_a_trace_that_changes_while_analyzed_never_keeps_the_old_summary(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entry is keyed by the file as it was before it was read: rewritten meanwhile (a profiler still writing it), the next run recomputes it."""
+    trace = _rank(tmp_path / "rank_0.pt.trace.json", 0, mm=40)
+    real = analyze_mod.load
+
+    def load_then_rewrite(*args: object, **kwargs: object) -> object:
+        profile = real(*args, **kwargs)  # type: ignore[arg-type]
+        _rank(trace, 0, mm=70)  # the file changes after it was read
+        return profile
+
+    with monkeypatch.context() as m:
+        m.setattr(analyze_mod, "load", load_then_rewrite)
+        _run("analyze", str(trace), "--format", "json")
+    monkeypatch.setenv("NTRACE_CACHE", "0")
+    fresh = _run("analyze", str(trace), "--format", "json")
+    monkeypatch.setenv("NTRACE_CACHE", "1")
+    assert _run("analyze", str(trace), "--format", "json") == fresh

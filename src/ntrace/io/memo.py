@@ -51,9 +51,8 @@ _LIBRARIES = ("polars", "msgspec", "orjson")
 _writes = 0  # entries this process has written (the size is checked every _CHECK_EVERY)
 
 
-def recall(path: Path, kind: Kind, fast: bool = True) -> Summary | RankSummary | None:
-    """The entry of `kind` kept for the trace at `path` as it is now, or None (no memo, no such entry, a changed file, a damaged entry)."""
-    entry = _entry(path, kind, fast)
+def recall(entry: Path | None, path: Path) -> Summary | RankSummary | None:
+    """What `entry` (see entry()) holds for the trace at `path`, or None (no memo, no such entry, a damaged one)."""
     if entry is None:
         return None
     try:
@@ -66,7 +65,7 @@ def recall(path: Path, kind: Kind, fast: bool = True) -> Summary | RankSummary |
     with contextlib.suppress(OSError):  # a memo that cannot be written is still read
         os.utime(entry)  # the least recently used go first
     found: Summary | RankSummary | None
-    if kind == "summary":
+    if entry.suffix == _SUFFIX["summary"]:
         found = Summary.from_bytes(data)
     else:
         try:
@@ -76,10 +75,9 @@ def recall(path: Path, kind: Kind, fast: bool = True) -> Summary | RankSummary |
     return found if found is not None and str(found.path) == str(path) else None
 
 
-def remember(path: Path, kind: Kind, result: Summary | RankSummary, fast: bool = True) -> None:
-    """Keep `result` as the entry of `kind` for the trace at `path`; does nothing when the memo is off or cannot be written."""
+def remember(entry: Path | None, result: Summary | RankSummary) -> None:
+    """Keep `result` in `entry` (see entry()); does nothing when the memo is off or cannot be written."""
     global _writes
-    entry = _entry(path, kind, fast)
     if entry is None:
         return
     data = result.to_bytes()
@@ -180,8 +178,12 @@ def _ceiling() -> int:
     return max(0, mb) << 20
 
 
-def _entry(path: Path, kind: Kind, fast: bool) -> Path | None:
-    """The file of `path`'s entry of `kind`, or None when the memo is off, the trace is a downloaded copy or cannot be stat'ed."""
+def entry(path: Path, kind: Kind, fast: bool = True) -> Path | None:
+    """The file of the entry of `kind` for the trace at `path` as it is now, or None when the memo is off, the trace is a downloaded copy or cannot be stat'ed.
+
+    Taken before the trace is read, so a file that changes while it is analyzed never gets the
+    summary of what was read under its new identity.
+    """
     root = directory()
     if root is None or _is_copy(path):
         return None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar
 
@@ -107,30 +106,36 @@ def summarize(
 ) -> Summary:  # fmt: skip
     """The Summary of one trace file (with what its HTML timeline draws when `timeline`); a cache's stored summary, or the memo's (ntrace.io.memo), is read instead of recomputed."""
     path = Path(path)
-    if not (recompute or lanes or timeline or part) and (known := recalled(path, fast, use_memo=max_events is None)) is not None:
+    kept = memo.entry(path, "summary", fast) if _memoized(lanes, max_events, part) else None
+    if not (recompute or lanes or timeline or part) and (known := recalled(path, kept)) is not None:
         return known
     profile = load(path, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, part=part)
     summary = profile.summary()
-    if not (lanes or part) and max_events is None:  # kept without the timeline, which no stored summary holds
-        memo.remember(path, "summary", summary, fast)
+    memo.remember(kept, summary)  # kept without the timeline, which no stored summary holds
     return replace(summary, timeline=profile.timeline()) if timeline else summary
 
 
-def recalled(path: Path, fast: bool = True, use_memo: bool = True) -> Summary | None:
-    """The Summary computed earlier for the trace at `path`: the one its ntrace Parquet cache stores, else (with `use_memo`) the memo's; None when there is neither."""
+def _memoized(lanes: Mapping[str, str] | None, max_events: int | None, part: Part | None) -> bool:
+    """Whether an analysis is the default one, which the memo keeps: no extra lanes, no first events only, no part."""
+    return not (lanes or part) and max_events is None
+
+
+def recalled(path: Path, entry: Path | None) -> Summary | None:
+    """The Summary computed earlier for the trace at `path`: the one its ntrace Parquet cache stores, else the memo's `entry` (memo.entry) holds; None when there is neither."""
     if (stored := stored_summary(path)) is not None:
         return stored
-    kept = memo.recall(path, "summary", fast) if use_memo else None
+    kept = memo.recall(entry, path)
     return kept if isinstance(kept, Summary) else None
 
 
 def summarize_rank(path: str | Path, fast: bool = True) -> RankSummary:
-    """What `ntrace ranks` reads of one trace file, computing only that (no op tree or op table); a summary computed earlier (recalled) or the memo's rank summary is read instead."""
+    """What `ntrace ranks` reads of one trace file, computing only that (no op tree or op table); a summary computed earlier or the memo's rank summary is read instead."""
     path = Path(path)
-    if (known := _recalled_rank(path, fast)) is not None:
+    kept = memo.entry(path, "rank", fast)  # taken before the trace is read (see memo.entry)
+    if (known := _recalled_rank(path, fast, kept)) is not None:
         return known
     result = load(path, fast=fast).rank_summary()
-    memo.remember(path, "rank", result, fast)
+    memo.remember(kept, result)
     return result
 
 
@@ -166,20 +171,24 @@ def summarize_all(
 ) -> list[Summary | NtraceError]:
     """Each trace's Summary, or the error that stopped it, in order: on `executor` when given, else in `jobs` spawned worker processes (see workers_for)."""
     n = len(traces)
-    known = None if recompute or lanes or timeline or part else partial(recalled, fast=fast, use_memo=max_events is None)
-    return _each(_summarize_or_error, (traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n, [part] * n), jobs, executor, known)
+
+    def known(path: Path) -> Summary | None:  # what summarize would read instead of the trace
+        return recalled(path, memo.entry(path, "summary", fast) if _memoized(lanes, max_events, part) else None)
+
+    reads = None if recompute or lanes or timeline or part else known
+    return _each(_summarize_or_error, (traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n, [part] * n), jobs, executor, reads)
 
 
 def summarize_ranks(traces: Sequence[Path], *, jobs: Jobs = 1, executor: Executor | None = None, fast: bool = True) -> list[RankSummary | NtraceError]:
     """Each trace's RankSummary (summarize_rank), or the error that stopped it, in order, run as summarize_all runs."""
-    return _each(_summarize_rank_or_error, (traces, [fast] * len(traces)), jobs, executor, partial(_recalled_rank, fast=fast))
+    return _each(_summarize_rank_or_error, (traces, [fast] * len(traces)), jobs, executor, lambda path: _recalled_rank(path, fast, memo.entry(path, "rank", fast)))
 
 
-def _recalled_rank(path: Path, fast: bool) -> RankSummary | None:
-    """The RankSummary of a summary computed earlier (recalled), or the memo's rank summary; None when there is neither."""
-    if (known := recalled(path, fast)) is not None:
+def _recalled_rank(path: Path, fast: bool, entry: Path | None) -> RankSummary | None:
+    """The RankSummary of a summary computed earlier (recalled, the memo's included), else what the memo's rank `entry` holds; None when there is neither."""
+    if (known := recalled(path, memo.entry(path, "summary", fast))) is not None:
         return rank_summary(known)
-    kept = memo.recall(path, "rank", fast)
+    kept = memo.recall(entry, path)
     return kept if isinstance(kept, RankSummary) else None
 
 
