@@ -74,7 +74,8 @@ class Run:
 
 #: The children's environment: bytecode written and read, as for an installed package (pip compiles it at install;
 #: a PYTHONDONTWRITEBYTECODE=1 environment would otherwise recompile ntrace's modules in every process, ~40 ms).
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+#: The summary memo off (NTRACE_CACHE=0): every round analyzes the trace, none reads what an earlier round remembered.
+ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "NTRACE_CACHE": "0"}
 
 
 def compile_ntrace() -> None:

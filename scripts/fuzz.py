@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import sys
 import tempfile
 import time
@@ -238,6 +239,7 @@ def fuzz_target(target: str, max_examples: int, stats: Stats, seed: int = 0) -> 
 
 
 def main_cli() -> None:
+    os.environ.setdefault("NTRACE_CACHE", "0")  # every input analyzed, and thousands of them not left in the user's summary memo
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("seeds", nargs="*", type=Path, help="seed trace files (default: tests/data/kineto and fixtures)")
     parser.add_argument("--seconds", type=float, default=300, help="keep fuzzing for this long (default 300)")
