@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 from dataclasses import fields
 
 from helpers import write_trace, x
 from ntrace import Summary, load
+from ntrace.analyses.ranks import COLLECTIVE, communication_time
+from ntrace.analyses.steps import device_work, host_busy, is_step
+from ntrace.exprs import fmt
+from ntrace.profile import HOST as HOST_SIDE
+from ntrace.profile import NEFF_EXECUTION_SCHEMA, Profile
 
 HOST = {"pid": 100, "tid": 100}
 CORE = {"pid": 0, "tid": 0}
@@ -173,3 +180,54 @@ def test_a_stored_summary_is_returned_as_given(trace: Path) -> None:
     profile = load(trace)
     stored = profile.summary()
     assert Profile(profile.trace, stored).summary() is stored
+
+
+def _general_results(p: Profile) -> tuple[pl.DataFrame, pl.DataFrame, tuple[int, int], pl.DataFrame]:
+    """steps, step_devices, outside_steps and communication by the analyses' general path, with none of Profile's shortcuts for traces without steps or collectives."""
+    windows = p._windows
+    steps = host_busy(windows, p.select_complete("lane", "ts", "end", where=HOST_SIDE & ~is_step(pl.col("name"))))
+    work = p.activities.select("idx", device=fmt("device {}", pl.col("pid").fill_null("?")), ts="ts", end="end", dur="dur").join(
+        p.links.select(idx="exec_idx", call_idx="call_idx").join(p.calls.select(call_idx="idx", call_ts="ts"), on="call_idx"), on="idx", how="left"
+    )
+    devices, outside = device_work(windows, work)
+    compute = p.executions.filter(~COLLECTIVE).select(device="track", ts="ts", end="end")
+    return steps, devices, outside, communication_time(p.collectives, compute)
+
+
+def _without_steps(trace: Path, tmp_path: Path) -> Path:
+    events = [e for e in orjson.loads(trace.read_bytes())["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")]
+    return write_trace(tmp_path / "no_steps.json", events)
+
+
+@pytest.mark.parametrize("steps", [True, False], ids=["steps", "no_steps"])
+def test_shortcuts_for_traces_without_steps_or_collectives_equal_the_general_path(trace: Path, tmp_path: Path, steps: bool) -> None:
+    p = load(trace if steps else _without_steps(trace, tmp_path))
+    assert p._windows.is_empty() is not steps
+    general = _general_results(p)
+    for got, want in zip((p.steps, p.step_devices, p.communication), (general[0], general[1], general[3])):
+        assert_frame_equal(got, want)  # values and column types
+    assert p.outside_steps == general[2]
+
+
+def test_shortcuts_equal_the_general_path_on_real_traces(shared_trace: Path) -> None:
+    p = load(shared_trace)
+    general = _general_results(p)
+    for got, want in zip((p.steps, p.step_devices, p.communication), (general[0], general[1], general[3])):
+        assert_frame_equal(got, want)
+    assert p.outside_steps == general[2]
+
+
+def test_neff_executions_have_one_schema_with_and_without_neff_names(trace: Path, tmp_path: Path) -> None:
+    events = orjson.loads(trace.read_bytes())["traceEvents"]
+    for e in events:
+        if e.get("name") == "nc_exec_running":
+            e.setdefault("args", {})["model_name"] = "model.neff"
+    named = load(write_trace(tmp_path / "named.json", events))
+    assert named.neff_executions.height == 4 and named.neff_executions.schema == NEFF_EXECUTION_SCHEMA
+    assert load(trace).neff_executions.schema == NEFF_EXECUTION_SCHEMA  # no NEFF named: the shortcut
+    for e in events:  # a NEFF named only on a host event: the general path, with nothing to keep
+        e.get("args", {}).pop("model_name", None)
+        if e.get("name") == "aten::mul":
+            e["args"]["model_name"] = "model.neff"
+    host_named = load(write_trace(tmp_path / "host_named.json", events))
+    assert_frame_equal(host_named.neff_executions, pl.DataFrame(schema=NEFF_EXECUTION_SCHEMA))

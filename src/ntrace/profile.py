@@ -17,9 +17,9 @@ from ntrace.analyses import memory as memmod
 from ntrace.analyses import ops as opmod
 from ntrace.analyses import stats
 from ntrace.analyses.links import ACTIVITY, CALL, launch_links
-from ntrace.analyses.ranks import COLLECTIVE, collective_instances, communication_time, rank_figures, rank_summary
+from ntrace.analyses.ranks import COLLECTIVE, COMMUNICATION_SCHEMA, collective_instances, communication_time, rank_figures, rank_summary
 from ntrace.analyses.ops import OpView
-from ntrace.analyses.steps import device_work, host_busy, is_step, launch_step, overlapping, step_windows
+from ntrace.analyses.steps import DEVICE_SCHEMA, device_work, host_busy, is_step, launch_step, overlapping, step_windows
 from ntrace.analyses.totals import lane_categories, lane_totals, spans, track, track_totals, window
 from ntrace.exprs import fmt
 from ntrace.summary import RankSummary, Summary, Timeline
@@ -30,6 +30,11 @@ HOST = pl.col("side") == "host"
 
 #: Most complete events for which summary() runs its two branches at once (about 40 MB of Kineto JSON).
 TWO_THREADS_MAX = 150_000
+
+#: The columns of neff_executions.
+NEFF_EXECUTION_SCHEMA = pl.Schema(
+    {"idx": pl.Int64(), "model": pl.String(), "track": pl.String(), "ts": pl.Int64(), "dur": pl.Int64(), "op": pl.String(), "call_dur": pl.Int64(), "step": pl.Int64()}
+)
 
 #: What every output reads, in two branches that share only the track codes: the op tree and table, and the lanes, tracks, gaps and steps.
 _BRANCHES: tuple[tuple[str, ...], tuple[str, ...]] = (
@@ -166,6 +171,8 @@ class Profile:
     @cached_property
     def communication(self) -> pl.DataFrame:
         """Per device with collectives: comm (union of their intervals) and exposed (the part no compute execution of that device overlaps), ns."""
+        if self.collectives.is_empty():  # no device communicates: skip the sweep over every execution
+            return pl.DataFrame(schema=COMMUNICATION_SCHEMA)
         compute = self.executions.filter(~COLLECTIVE).select(device="track", ts="ts", end="end")
         return communication_time(self.collectives, compute)
 
@@ -194,16 +201,21 @@ class Profile:
     @cached_property
     def steps(self) -> pl.DataFrame:
         """One row per ProfilerStep#N window: step, name, start, end, dur and the busy ns of each lane's host events inside it."""
-        host = self.select_complete("lane", "ts", "end", where=HOST & ~is_step(pl.col("name")))
-        return host_busy(self._windows, host)
+        windows = self._windows
+        if windows.is_empty():  # no steps: no host event to place in one
+            return host_busy(windows, self.complete.clear().select("lane", "ts", "end"))
+        return host_busy(windows, self.select_complete("lane", "ts", "end", where=HOST & ~is_step(pl.col("name"))))
 
     @cached_property
     def _step_work(self) -> tuple[pl.DataFrame, tuple[int, int]]:
         """Per (step, device) the device work each step launched, and the (count, ns) of device work in no step."""
+        windows = self._windows
+        if windows.is_empty():  # no steps: every activity is launched in none
+            return pl.DataFrame(schema=DEVICE_SCHEMA), (self.activities.height, int(self.activities["dur"].sum()))
         work = self.activities.select("idx", device=fmt("device {}", pl.col("pid").fill_null("?")), ts="ts", end="end", dur="dur").join(
             self.links.select(idx="exec_idx", call_idx="call_idx").join(self.calls.select(call_idx="idx", call_ts="ts"), on="call_idx"), on="idx", how="left"
         )
-        return device_work(self._windows, work)
+        return device_work(windows, work)
 
     @property
     def step_devices(self) -> pl.DataFrame:
@@ -263,6 +275,8 @@ class Profile:
     @cached_property
     def neff_executions(self) -> pl.DataFrame:
         """The hardware executions that name the NEFF they ran (Neuron's `model_name` arg): idx, model, track, ts, dur, the launching op, its runtime call's duration and the step that launched it."""
+        if self.events["model"].null_count() == self.events.height:  # no execution names a NEFF (every trace but Neuron's)
+            return pl.DataFrame(schema=NEFF_EXECUTION_SCHEMA)
         runs = self.select_complete("idx", "model", "ts", "dur", track(), where=(pl.col("lane") == "hardware") & pl.col("model").is_not_null())
         calls = self.calls.select(call_idx="idx", call_ts="ts", call_dur=pl.col("end") - pl.col("ts"))
         ops = self.nesting.select(op_idx="idx", op="key")

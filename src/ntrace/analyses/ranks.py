@@ -22,6 +22,9 @@ RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 #: The columns of a trace's collective instances (ns).
 INSTANCE_SCHEMA = pl.Schema({"idx": pl.Int64(), "name": pl.String(), "device": pl.String(), "ts": pl.Int64(), "end": pl.Int64(), "sequence": pl.Int64()})
 
+#: The columns of a trace's communication time per device (ns).
+COMMUNICATION_SCHEMA = pl.Schema({"device": pl.String(), "comm": pl.Int64(), "exposed": pl.Int64()})
+
 #: How far from the median, in median absolute deviations, a rank's figure must be to be an outlier.
 MAD_LIMIT = 3
 
@@ -66,7 +69,7 @@ def communication_time(collectives: pl.DataFrame, compute: pl.DataFrame) -> pl.D
         comm=pl.col("length").filter(pl.col("comm_open")).sum(),
         exposed=pl.col("length").filter(pl.col("comm_open") & ~pl.col("compute_open")).sum(),
     )
-    return devices.join(per, on="device", how="left").select("device", pl.col("comm").cast(pl.Int64), pl.col("exposed").cast(pl.Int64)).sort("device")
+    return devices.join(per, on="device", how="left").select("device", "comm", "exposed").cast(dict(COMMUNICATION_SCHEMA)).sort("device")  # type: ignore[arg-type]
 
 
 def rank_figures(steps: pl.DataFrame, lanes: pl.DataFrame, idle_gaps: pl.Series, communication: pl.DataFrame, launch_latencies: pl.Series) -> dict[str, int]:
