@@ -17,6 +17,8 @@ _SUFFIXES = (".json", ".json.gz")
 #: What a rank-partitioned dataset's summary file (ntrace.io.dataset) adds to its events file's name (less `.parquet`), after a leading `_`.
 SUMMARY_SUFFIX = ".summary.json"
 _SNIFF = 4096
+#: Keys Kineto writes after "schemaVersion" and before "traceEvents": a job's distributedInfo (every rank of every process group) can push traceEvents far past the sniffed bytes.
+_KINETO_HEAD = (b'"deviceProperties"', b'"distributedInfo"')
 
 
 def is_trace_name(path: Path) -> bool:
@@ -31,7 +33,7 @@ def is_rank_summary(path: Path) -> bool:
 
 
 def looks_like_trace(path: Path) -> bool:
-    """True when the first bytes of a .json/.json.gz file hold Chrome-trace keys (traceEvents, or an event's "ph").
+    """True when the first bytes of a .json/.json.gz file hold Chrome-trace keys (traceEvents, or an event's "ph") or Kineto's header (schemaVersion with deviceProperties or distributedInfo).
 
     A file that cannot be opened counts as a trace, so loading it reports why instead of it vanishing.
     """
@@ -45,7 +47,7 @@ def looks_like_trace(path: Path) -> bool:
             head = zlib.decompressobj(wbits=31).decompress(head, _SNIFF)
     except zlib.error:
         return False
-    return b'"traceEvents"' in head or b'"ph"' in head
+    return b'"traceEvents"' in head or b'"ph"' in head or (b'"schemaVersion"' in head and any(key in head for key in _KINETO_HEAD))
 
 
 def find_traces(root: str | Path, warnings: list[str] | None = None) -> list[Path]:
