@@ -13,6 +13,7 @@ from dataclasses import fields
 
 from helpers import write_trace, x
 from ntrace import Summary, load
+from ntrace.analyses.findings import findings
 from ntrace.analyses.ranks import COLLECTIVE, communication_time
 from ntrace.analyses.steps import device_work, host_busy, is_step
 from ntrace.exprs import fmt
@@ -182,6 +183,12 @@ def test_a_stored_summary_is_returned_as_given(trace: Path) -> None:
     assert Profile(profile.trace, stored).summary() is stored
 
 
+def _general_findings(p: Profile) -> pl.DataFrame:
+    """The findings by the analyses' general path, with no shortcut for traces without device work."""
+    launched = p.attribution.join(p.activities.select("idx", "name", "ts", "bytes"), on="idx").join(p.nesting.select(op_idx="idx", op="key"), on="op_idx", how="left")
+    return findings(p.op_table(), launched, p.executions, p.device, p.device_ns)
+
+
 def _general_results(p: Profile) -> tuple[pl.DataFrame, pl.DataFrame, tuple[int, int], pl.DataFrame]:
     """steps, step_devices, outside_steps and communication by the analyses' general path, with none of Profile's shortcuts for traces without steps or collectives."""
     windows = p._windows
@@ -215,6 +222,19 @@ def test_shortcuts_equal_the_general_path_on_real_traces(shared_trace: Path) -> 
     for got, want in zip((p.steps, p.step_devices, p.communication), (general[0], general[1], general[3])):
         assert_frame_equal(got, want)
     assert p.outside_steps == general[2]
+    assert_frame_equal(p.findings, _general_findings(p))
+
+
+@pytest.mark.parametrize("kept", ["host", "host_and_two_executions", "everything"])
+def test_findings_shortcut_for_traces_without_device_work_equals_the_general_path(trace: Path, tmp_path: Path, kept: str) -> None:
+    events = orjson.loads(trace.read_bytes())["traceEvents"]
+    if kept != "everything":
+        limit = 2 if kept == "host_and_two_executions" else 0
+        executions = [e for e in events if e.get("name") == "nc_exec_running"][:limit]
+        events = [e for e in events if e.get("pid") == HOST["pid"] or e in executions]
+    p = load(write_trace(tmp_path / f"{kept}.json", events))
+    assert p.activities.height == {"host": 0, "host_and_two_executions": 2, "everything": 4}[kept]
+    assert_frame_equal(p.findings, _general_findings(p))
 
 
 def test_neff_executions_have_one_schema_with_and_without_neff_names(trace: Path, tmp_path: Path) -> None:

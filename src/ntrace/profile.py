@@ -292,6 +292,8 @@ class Profile:
     @cached_property
     def findings(self) -> pl.DataFrame:
         """What to look at first: device hotspots, runs of small executions, scalar host→device copies (see ntrace.analyses.findings)."""
+        if self.activities.is_empty() and self.executions.height < findmod.MIN_RUN:  # no device time to own, no run to fuse, no copy
+            return pl.DataFrame(schema=findmod.FINDING_SCHEMA)
         launched = self.attribution.join(self.activities.select("idx", "name", "ts", "bytes"), on="idx").join(
             self.nesting.select(op_idx="idx", op="key"), on="op_idx", how="left"
         )

@@ -27,6 +27,9 @@ COPY_OPS: tuple[str, ...] = ("aten::copy_", "aten::to", "aten::_to_copy", "aten:
 #: Idle gaps longer than this (1 ms) are the host doing other work, not dispatch overhead that fusion removes.
 MAX_DISPATCH_GAP = 1_000_000
 
+#: Fewest consecutive small executions that make a run worth fusing.
+MIN_RUN = 3
+
 #: How many events a finding lists; the time covers all of them.
 MAX_EVENTS = 8
 
@@ -69,7 +72,7 @@ def hotspots(table: pl.DataFrame, launched: pl.DataFrame, device: str, device_ns
 
 
 def small_runs(executions: pl.DataFrame, top: int = 3, max_gap: int = MAX_DISPATCH_GAP) -> pl.DataFrame:
-    """Runs of ≥3 consecutive executions on one device (idx, name, ts, end, dur, track) where each is followed by an idle gap longer than itself.
+    """Runs of ≥MIN_RUN consecutive executions on one device (idx, name, ts, end, dur, track) where each is followed by an idle gap longer than itself.
 
     Fused into one execution, the run would lose its inner idle gaps: that sum is the time reported.
     A gap longer than `max_gap` ns is not a dispatch gap (the host was busy elsewhere) and ends a run.
@@ -89,7 +92,7 @@ def small_runs(executions: pl.DataFrame, top: int = 3, max_gap: int = MAX_DISPAT
             first=pl.col("ts").min(),
             events=_events(),
         )
-        .filter(pl.col("execs") >= 3)
+        .filter(pl.col("execs") >= MIN_RUN)
         .sort(["time", "first"], descending=[True, False])
         .head(top)
     )
