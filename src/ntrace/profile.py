@@ -203,7 +203,7 @@ class Profile:
         """One row per ProfilerStep#N window: step, name, start, end, dur and the busy ns of each lane's host events inside it."""
         windows = self._windows
         if windows.is_empty():  # no steps: no host event to place in one
-            return host_busy(windows, self.complete.clear().select("lane", "ts", "end"))
+            return host_busy(windows, self.events.clear().select("lane", "ts", "end"))  # the empty frame of events, not a copy of the complete ones
         return host_busy(windows, self.select_complete("lane", "ts", "end", where=HOST & ~is_step(pl.col("name"))))
 
     @cached_property
