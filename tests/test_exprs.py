@@ -1,4 +1,4 @@
-"""ntrace.exprs: fmt gives what pl.format gives (text of every type, nulls, several placeholders); lookup and nulls give what plain list indexing gives."""
+"""ntrace.exprs: fmt gives what pl.format gives (text of every type, nulls, several placeholders); lookup and nulls give what plain list indexing gives; on_polars_thread runs a function on a pool thread and hands back what it returned or raised."""
 
 from __future__ import annotations
 
@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ntrace.exprs import fmt, lookup, nulls, stacked
+import contextvars
+import os
+import subprocess
+import sys
+import threading
+
+from ntrace.exprs import fmt, lookup, nulls, on_polars_thread, stacked
 
 
 def test_fmt_equals_polars_format() -> None:
@@ -46,3 +52,57 @@ def test_stacked_is_the_rows_in_order_each_keyed_by_its_frame(frames: list[list[
     out = stacked(given_frames, schema, key="k").collect()
     assert out.columns == ["name", "n", "k"] and out.schema["k"] == pl.Int64
     assert out.rows() == [(name, n, k) for k, rows in enumerate(frames) for name, n in rows]  # the oracle: plain list concatenation
+
+
+def test_on_polars_thread_returns_what_fn_returned_from_a_pool_thread() -> None:
+    caller = threading.get_native_id()
+    ran: list[int] = []
+
+    def fn() -> pl.DataFrame:
+        ran.append(threading.get_native_id())
+        return pl.DataFrame({"a": [3, 1, 2]}).sort("a").filter(pl.col("a") > 1)  # queries inside run there too
+
+    got = on_polars_thread(fn)
+    assert got["a"].to_list() == [2, 3]
+    assert len(ran) == 1  # called once
+    assert ran[0] != caller  # on a thread of Polars' pool, where the queries it starts are not handed over
+    assert on_polars_thread(lambda: None) is None  # a None result is a result
+    assert on_polars_thread(lambda: on_polars_thread(lambda: 7) + 1) == 8  # nested: the inner call runs on the same pool
+
+
+def test_on_polars_thread_raises_what_fn_raised() -> None:
+    class Odd(BaseException):  # not an Exception: still handed back, not swallowed by Polars
+        pass
+
+    error = ValueError("from the pool thread")
+    with pytest.raises(ValueError) as caught:
+        on_polars_thread(lambda: (_ for _ in ()).throw(error))
+    assert caught.value is error  # the very exception, not a Polars ComputeError wrapping it
+
+    def odd() -> None:
+        raise Odd()
+
+    with pytest.raises(Odd):
+        on_polars_thread(odd)
+    assert on_polars_thread(lambda: 5) == 5  # the pool is still usable afterwards
+
+
+def test_on_polars_thread_sees_the_callers_context() -> None:
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("test_var", default="unset")
+    token = var.set("the caller's")
+    try:
+        assert on_polars_thread(var.get) == "the caller's"
+    finally:
+        var.reset(token)
+
+
+def test_on_polars_thread_with_a_one_thread_pool_finishes() -> None:
+    """A pool of one thread (a --jobs worker's): the queries fn starts run on that thread, nothing waits for another."""
+    code = (
+        "import polars as pl; from ntrace.exprs import on_polars_thread; "
+        "f = lambda: sum(pl.DataFrame({'a': list(range(50))}).group_by(k=pl.col('a') % 3).agg(pl.col('a').sum())['a'].to_list()); "
+        "print(on_polars_thread(f), pl.thread_pool_size())"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env={**os.environ, "POLARS_MAX_THREADS": "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(sum(range(50))), "1"]

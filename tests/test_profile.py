@@ -13,6 +13,7 @@ from dataclasses import fields
 
 from helpers import write_trace, x
 from ntrace import Summary, load
+from ntrace.summary import RankSummary
 from ntrace.analyses.findings import findings
 from ntrace.analyses.ranks import COLLECTIVE, communication_time
 from ntrace.analyses.steps import device_work, host_busy, is_step
@@ -140,25 +141,62 @@ def _same(a: Summary, b: Summary) -> bool:
     )
 
 
-def _one_at_a_time(path: Path, monkeypatch: pytest.MonkeyPatch) -> Summary:
-    """The summary computed with its two branches one after the other, no thread started."""
+#: How summary() can run: (POOL_THREAD_MAX, TWO_THREADS_MAX) forcing each way on any trace.
+_MODES = {"pool thread": (10**12, 10**12), "two threads": (-1, 10**12), "one at a time": (-1, -1)}
 
-    class NoThread:
-        def __init__(self, *args: object, **kwargs: object) -> None:
-            raise AssertionError("a thread was started above TWO_THREADS_MAX")
+
+def _summary_in(mode: str, path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Summary, RankSummary]:
+    """The summary and rank summary computed the way `mode` names; a thread is started only in "two threads", and only there is one allowed."""
+    import threading
+
+    pool_max, threads_max = _MODES[mode]
+    started: list[str] = []
+
+    class Counted(threading.Thread):
+        def start(self) -> None:
+            started.append(self.name)
+            super().start()
 
     with monkeypatch.context() as patch:
-        patch.setattr("ntrace.profile.TWO_THREADS_MAX", 0)
-        patch.setattr("ntrace.profile.threading.Thread", NoThread)
-        return load(path).summary()
+        patch.setattr("ntrace.profile.POOL_THREAD_MAX", pool_max)
+        patch.setattr("ntrace.profile.TWO_THREADS_MAX", threads_max)
+        patch.setattr("ntrace.profile.threading.Thread", Counted)
+        result = load(path).summary(), load(path).rank_summary()
+    assert started == (["ntrace-analysis"] if mode == "two threads" else []), mode
+    return result
 
 
-def test_summary_in_two_threads_equals_one_at_a_time(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _same(load(trace).summary(), _one_at_a_time(trace, monkeypatch))
+def _same_everywhere(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every way of running summary() and rank_summary() gives the same results."""
+    (summary, ranked), *others = (_summary_in(mode, path, monkeypatch) for mode in _MODES)
+    for other, other_ranked in others:
+        assert _same(summary, other)
+        assert ranked.figures == other_ranked.figures and ranked.steps.equals(other_ranked.steps) and ranked.collectives.equals(other_ranked.collectives)
 
 
-def test_summary_in_two_threads_on_real_traces(shared_trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _same(load(shared_trace).summary(), _one_at_a_time(shared_trace, monkeypatch))
+def test_summary_is_the_same_on_a_pool_thread_in_two_threads_and_one_at_a_time(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _same_everywhere(trace, monkeypatch)
+
+
+def test_summary_is_the_same_every_way_on_real_traces(shared_trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _same_everywhere(shared_trace, monkeypatch)
+
+
+def test_a_small_trace_is_analyzed_on_a_pool_thread(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import ntrace.profile
+
+    seen: list[int] = []
+    spans = ntrace.profile.lane_totals
+
+    def watched(*args: object) -> pl.DataFrame:
+        seen.append(threading.get_native_id())
+        return spans(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("ntrace.profile.lane_totals", watched)
+    load(trace).summary()  # 13 complete events: under POOL_THREAD_MAX
+    assert len(seen) == 1 and seen[0] != threading.get_native_id()
 
 
 def test_summary_raises_what_the_second_branch_raised_and_joins_it(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -170,9 +208,25 @@ def test_summary_raises_what_the_second_branch_raised_and_joins_it(trace: Path, 
         raise TraceFormatError(trace, "broken in the second branch")
 
     monkeypatch.setattr("ntrace.profile.lane_totals", broken)  # `lanes`: the second branch only
+    monkeypatch.setattr("ntrace.profile.POOL_THREAD_MAX", -1)  # the two threads, not the pool thread
     with pytest.raises(TraceFormatError, match="second branch"):
         load(trace).summary()
     assert not [t for t in threading.enumerate() if t.name == "ntrace-analysis"]
+
+
+def test_summary_on_a_pool_thread_raises_what_the_analysis_raised(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ntrace.errors import TraceFormatError
+
+    def broken(events: pl.DataFrame, *rest: object) -> pl.DataFrame:
+        raise TraceFormatError(trace, "broken on the pool thread")
+
+    monkeypatch.setattr("ntrace.profile.lane_totals", broken)
+    for run in (lambda p: p.summary(), lambda p: p.rank_summary()):
+        with pytest.raises(TraceFormatError, match="pool thread") as caught:
+            run(load(trace))
+        assert caught.value.path == str(trace)  # the analysis's own error, not one of Polars wrapping it
+    monkeypatch.undo()
+    assert load(trace).summary().events == 13  # and the next analysis runs
 
 
 def test_a_stored_summary_is_returned_as_given(trace: Path) -> None:

@@ -21,12 +21,15 @@ from ntrace.analyses.ranks import COLLECTIVE, COMMUNICATION_SCHEMA, collective_i
 from ntrace.analyses.ops import OpView
 from ntrace.analyses.steps import DEVICE_SCHEMA, device_work, host_busy, is_step, launch_step, overlapping, step_windows
 from ntrace.analyses.totals import lane_categories, lane_totals, spans, track, track_totals, window
-from ntrace.exprs import fmt
+from ntrace.exprs import fmt, on_polars_thread
 from ntrace.summary import RankSummary, Summary, Timeline
 from ntrace.trace import Trace
 
 #: Host-side complete events.
 HOST = pl.col("side") == "host"
+
+#: Most complete events for which summary() and rank_summary() run on a thread of Polars' pool (see ntrace.exprs.on_polars_thread), one query after another.
+POOL_THREAD_MAX = 20_000
 
 #: Most complete events for which summary() runs its two branches at once (about 40 MB of Kineto JSON).
 TWO_THREADS_MAX = 150_000
@@ -348,19 +351,28 @@ class Profile:
         return self.op_table()
 
     def summary(self) -> Summary:
-        """Every result the outputs read, as a frozen Summary (computed once; the op tree and the lane totals at once on traces of up to TWO_THREADS_MAX complete events).
+        """Every result the outputs read, as a frozen Summary (computed once), where its queries cost least for the trace's size.
 
-        An analysis is some 250 Polars queries, and Polars releases the GIL while one runs. On a
-        small trace they are short and run mostly on the calling thread, so a second thread keeps
-        the other core busy; on a large one Polars already spreads each query over the cores, and
-        running both branches at once only adds their memory peaks, so they run one after the
-        other. Results are cached properties: a branch needing the other's result waits for it
-        (or, without cached_property's lock, computes it too), and nothing is computed wrong.
+        An analysis is some 250 Polars queries. On a small trace (up to POOL_THREAD_MAX complete
+        events) each is so short that handing it to Polars' pool costs more than running it, so
+        the whole analysis runs on a pool thread. Up to TWO_THREADS_MAX the queries are short and
+        mostly single-threaded, and Polars releases the GIL while one runs, so the op tree and
+        the lane totals run at once on two threads. Above that Polars already spreads each query
+        over the cores, and running both branches at once only adds their memory peaks, so they
+        run one after the other. Results are cached properties: a branch needing the other's
+        result waits for it (or, without cached_property's lock, computes it too), and nothing
+        is computed wrong.
         """
         if self._stored is not None:
             return self._stored
+        if self.complete_count <= POOL_THREAD_MAX:
+            return on_polars_thread(self._summary)
         if self.complete_count <= TWO_THREADS_MAX:
             self._both_branches()
+        return self._summary()
+
+    def _summary(self) -> Summary:
+        """summary()'s work on the calling thread."""
         trace = self.trace
         return Summary(
             path=trace.path, variant=trace.variant, meta=trace.meta, warnings=(*trace.warnings, *self.analysis_warnings),
@@ -379,6 +391,12 @@ class Profile:
         """What `ntrace ranks` reads of this trace (see ntrace.analyses.ranks.rank_summary), computing only that: no op tree, op table, kernels or findings."""
         if self._stored is not None:
             return rank_summary(self._stored)
+        if self.complete_count <= POOL_THREAD_MAX:
+            return on_polars_thread(self._rank_summary)
+        return self._rank_summary()
+
+    def _rank_summary(self) -> RankSummary:
+        """rank_summary()'s work on the calling thread."""
         trace = self.trace
         figures = rank_figures(self.steps, self.lanes, self.hardware_idle["gap"], self.communication, self.launch_delays["latency"])
         return RankSummary(trace.path, trace.meta, (*trace.warnings, *self.step_warnings), figures, self.steps, self.collectives)
