@@ -28,7 +28,7 @@ from ntrace.trace import Trace
 #: Host-side complete events.
 HOST = pl.col("side") == "host"
 
-#: Most complete events for which summary() and rank_summary() run on a thread of Polars' pool (see ntrace.exprs.on_polars_thread), one query after another.
+#: Most events (of any kind: known without a query) for which summary() and rank_summary() run on a thread of Polars' pool (see ntrace.exprs.on_polars_thread), one query after another.
 POOL_THREAD_MAX = 20_000
 
 #: Most complete events for which summary() runs its two branches at once (about 40 MB of Kineto JSON).
@@ -353,8 +353,8 @@ class Profile:
     def summary(self) -> Summary:
         """Every result the outputs read, as a frozen Summary (computed once), where its queries cost least for the trace's size.
 
-        An analysis is some 250 Polars queries. On a small trace (up to POOL_THREAD_MAX complete
-        events) each is so short that handing it to Polars' pool costs more than running it, so
+        An analysis is some 250 Polars queries. On a small trace (up to POOL_THREAD_MAX events)
+        each is so short that handing it to Polars' pool costs more than running it, so
         the whole analysis runs on a pool thread. Up to TWO_THREADS_MAX the queries are short and
         mostly single-threaded, and Polars releases the GIL while one runs, so the op tree and
         the lane totals run at once on two threads. Above that Polars already spreads each query
@@ -365,7 +365,7 @@ class Profile:
         """
         if self._stored is not None:
             return self._stored
-        if self.complete_count <= POOL_THREAD_MAX:
+        if self.events.height <= POOL_THREAD_MAX:
             return on_polars_thread(self._summary)
         if self.complete_count <= TWO_THREADS_MAX:
             self._both_branches()
@@ -391,7 +391,7 @@ class Profile:
         """What `ntrace ranks` reads of this trace (see ntrace.analyses.ranks.rank_summary), computing only that: no op tree, op table, kernels or findings."""
         if self._stored is not None:
             return rank_summary(self._stored)
-        if self.complete_count <= POOL_THREAD_MAX:
+        if self.events.height <= POOL_THREAD_MAX:
             return on_polars_thread(self._rank_summary)
         return self._rank_summary()
 
