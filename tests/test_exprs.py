@@ -106,3 +106,41 @@ def test_on_polars_thread_with_a_one_thread_pool_finishes() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env={**os.environ, "POLARS_MAX_THREADS": "1"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(sum(range(50))), "1"]
+
+
+def test_on_polars_thread_runs_here_while_another_python_thread_runs() -> None:
+    release = threading.Event()
+    other = threading.Thread(target=release.wait, name="another", daemon=True)
+    other.start()
+    try:
+        assert on_polars_thread(threading.get_native_id) == threading.get_native_id()  # here: no pool thread held
+    finally:
+        release.set()
+        other.join()
+    assert on_polars_thread(threading.get_native_id) != threading.get_native_id()  # alone again: on the pool
+
+
+def test_on_polars_thread_never_waits_on_a_lock_held_by_a_thread_waiting_for_the_pool() -> None:
+    """A one-thread pool (a --jobs worker's): another thread holds a lock fn needs and runs a query before releasing it; fn must not sit on the pool thread that query needs."""
+    code = """
+import threading, polars as pl
+from ntrace.exprs import on_polars_thread
+lock, held, occupied = threading.Lock(), threading.Event(), threading.Event()
+def other():
+    with lock:
+        held.set()
+        occupied.wait(5)  # fn has started (on the pool thread, were it taken)
+        pl.DataFrame({"a": [1, 2]}).group_by("a").agg(pl.len())  # needs a pool thread
+worker = threading.Thread(target=other)
+worker.start()
+held.wait()
+def fn():
+    occupied.set()
+    with lock:
+        return 1
+print(on_polars_thread(fn))
+worker.join()
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env={**os.environ, "POLARS_MAX_THREADS": "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import threading
 from typing import Callable, TypeVar
 
 import polars as pl
@@ -54,7 +55,13 @@ def on_polars_thread(fn: Callable[[], T]) -> T:
     fraction of its time on the caller's thread. The caller waits inside Polars meanwhile: a
     signal it gets is handled once fn returns. fn must not wait for Polars work on another
     thread (with one pool thread, that work would never start).
+
+    While other Python threads run, fn runs here instead: one of them could hold a lock fn
+    needs (functools.cached_property's is one per attribute of a class in Python 3.11) while it
+    waits for its own query, which the pool thread fn occupies would never get to.
     """
+    if not _alone():
+        return fn()
     result: list[T] = []
     failed: list[BaseException] = []
     context = contextvars.copy_context()
@@ -71,3 +78,9 @@ def on_polars_thread(fn: Callable[[], T]) -> T:
     if failed:
         raise failed[0]
     return result[0] if result else fn()  # fn not called by this Polars: run here
+
+
+def _alone() -> bool:
+    """Whether the calling thread is the only thread Python started (those Polars started, which Python lists as dummies when they run Python code, aside)."""
+    me = threading.current_thread()
+    return all(t is me or isinstance(t, threading._DummyThread) for t in threading.enumerate())
