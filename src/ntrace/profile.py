@@ -355,7 +355,8 @@ class Profile:
 
         An analysis is some 250 Polars queries. On a small trace (up to POOL_THREAD_MAX events)
         each is so short that handing it to Polars' pool costs more than running it, so
-        the whole analysis runs on a pool thread. Up to TWO_THREADS_MAX the queries are short and
+        the whole analysis runs on a pool thread (unless other Python threads run: see
+        ntrace.exprs.on_polars_thread). Up to TWO_THREADS_MAX the queries are short and
         mostly single-threaded, and Polars releases the GIL while one runs, so the op tree and
         the lane totals run at once on two threads. Above that Polars already spreads each query
         over the cores, and running both branches at once only adds their memory peaks, so they
@@ -372,7 +373,7 @@ class Profile:
         return self._summary()
 
     def _summary(self) -> Summary:
-        """summary()'s work on the calling thread."""
+        """summary()'s work, on the thread that calls it."""
         trace = self.trace
         return Summary(
             path=trace.path, variant=trace.variant, meta=trace.meta, warnings=(*trace.warnings, *self.analysis_warnings),
@@ -396,7 +397,7 @@ class Profile:
         return self._rank_summary()
 
     def _rank_summary(self) -> RankSummary:
-        """rank_summary()'s work on the calling thread."""
+        """rank_summary()'s work, on the thread that calls it."""
         trace = self.trace
         figures = rank_figures(self.steps, self.lanes, self.hardware_idle["gap"], self.communication, self.launch_delays["latency"])
         return RankSummary(trace.path, trace.meta, (*trace.warnings, *self.step_warnings), figures, self.steps, self.collectives)
