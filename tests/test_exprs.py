@@ -54,7 +54,13 @@ def test_stacked_is_the_rows_in_order_each_keyed_by_its_frame(frames: list[list[
     assert out.rows() == [(name, n, k) for k, rows in enumerate(frames) for name, n in rows]  # the oracle: plain list concatenation
 
 
-def test_on_polars_thread_returns_what_fn_returned_from_a_pool_thread() -> None:
+@pytest.fixture
+def alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As if the test's thread were the only Python thread: earlier tests of the suite leave some running (servers, pools), which keep fn on the caller's thread."""
+    monkeypatch.setattr("ntrace.exprs._alone", lambda: True)
+
+
+def test_on_polars_thread_returns_what_fn_returned_from_a_pool_thread(alone: None) -> None:
     caller = threading.get_native_id()
     ran: list[int] = []
 
@@ -70,7 +76,7 @@ def test_on_polars_thread_returns_what_fn_returned_from_a_pool_thread() -> None:
     assert on_polars_thread(lambda: on_polars_thread(lambda: 7) + 1) == 8  # nested: the inner call runs on the same pool
 
 
-def test_on_polars_thread_raises_what_fn_raised() -> None:
+def test_on_polars_thread_raises_what_fn_raised(alone: None) -> None:
     class Odd(BaseException):  # not an Exception: still handed back, not swallowed by Polars
         pass
 
@@ -87,7 +93,7 @@ def test_on_polars_thread_raises_what_fn_raised() -> None:
     assert on_polars_thread(lambda: 5) == 5  # the pool is still usable afterwards
 
 
-def test_on_polars_thread_sees_the_callers_context() -> None:
+def test_on_polars_thread_sees_the_callers_context(alone: None) -> None:
     var: contextvars.ContextVar[str] = contextvars.ContextVar("test_var", default="unset")
     token = var.set("the caller's")
     try:
@@ -109,15 +115,24 @@ def test_on_polars_thread_with_a_one_thread_pool_finishes() -> None:
 
 
 def test_on_polars_thread_runs_here_while_another_python_thread_runs() -> None:
-    release = threading.Event()
-    other = threading.Thread(target=release.wait, name="another", daemon=True)
-    other.start()
-    try:
-        assert on_polars_thread(threading.get_native_id) == threading.get_native_id()  # here: no pool thread held
-    finally:
-        release.set()
-        other.join()
-    assert on_polars_thread(threading.get_native_id) != threading.get_native_id()  # alone again: on the pool
+    """In a fresh interpreter (no thread of other tests): on the caller's thread while another Python thread runs, on the pool once it has ended, and Polars' own threads, listed once they ran Python code, do not count."""
+    code = """
+import threading
+from ntrace.exprs import on_polars_thread
+me = threading.get_native_id()
+release = threading.Event()
+other = threading.Thread(target=release.wait)
+other.start()
+print(on_polars_thread(threading.get_native_id) == me)
+release.set()
+other.join()
+print(on_polars_thread(threading.get_native_id) == me)
+print(type(on_polars_thread(threading.current_thread)).__name__)  # a pool thread, now listed by threading
+print(on_polars_thread(threading.get_native_id) == me)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "False", "_DummyThread", "False"]
 
 
 def test_on_polars_thread_never_waits_on_a_lock_held_by_a_thread_waiting_for_the_pool() -> None:

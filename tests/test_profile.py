@@ -158,6 +158,7 @@ def _summary_in(mode: str, path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple
             super().start()
 
     with monkeypatch.context() as patch:
+        patch.setattr("ntrace.exprs._alone", lambda: True)  # threads other tests left running would keep the analysis off the pool thread
         patch.setattr("ntrace.profile.POOL_THREAD_MAX", pool_max)
         patch.setattr("ntrace.profile.TWO_THREADS_MAX", threads_max)
         patch.setattr("ntrace.profile.threading.Thread", Counted)
@@ -195,6 +196,7 @@ def test_a_small_trace_is_analyzed_on_a_pool_thread(trace: Path, monkeypatch: py
         return spans(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr("ntrace.profile.lane_totals", watched)
+    monkeypatch.setattr("ntrace.exprs._alone", lambda: True)  # threads other tests left running would keep it off the pool thread
     load(trace).summary()  # 13 complete events: under POOL_THREAD_MAX
     assert len(seen) == 1 and seen[0] != threading.get_native_id()
 
@@ -221,6 +223,7 @@ def test_summary_on_a_pool_thread_raises_what_the_analysis_raised(trace: Path, m
         raise TraceFormatError(trace, "broken on the pool thread")
 
     monkeypatch.setattr("ntrace.profile.lane_totals", broken)
+    monkeypatch.setattr("ntrace.exprs._alone", lambda: True)
     for run in (lambda p: p.summary(), lambda p: p.rank_summary()):
         with pytest.raises(TraceFormatError, match="pool thread") as caught:
             run(load(trace))
