@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import polars as pl
-import pytest
-
-from hypothesis import given
-from hypothesis import strategies as st
-
 import contextvars
 import os
 import subprocess
 import sys
 import threading
+
+import polars as pl
+import pytest
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ntrace.exprs import fmt, lookup, nulls, on_polars_thread, stacked
 
@@ -52,12 +52,6 @@ def test_stacked_is_the_rows_in_order_each_keyed_by_its_frame(frames: list[list[
     out = stacked(given_frames, schema, key="k").collect()
     assert out.columns == ["name", "n", "k"] and out.schema["k"] == pl.Int64
     assert out.rows() == [(name, n, k) for k, rows in enumerate(frames) for name, n in rows]  # the oracle: plain list concatenation
-
-
-@pytest.fixture
-def alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As if the test's thread were the only Python thread: earlier tests of the suite leave some running (servers, pools), which keep fn on the caller's thread."""
-    monkeypatch.setattr("ntrace.exprs._alone", lambda: True)
 
 
 def test_on_polars_thread_returns_what_fn_returned_from_a_pool_thread(alone: None) -> None:

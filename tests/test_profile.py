@@ -158,7 +158,6 @@ def _summary_in(mode: str, path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple
             super().start()
 
     with monkeypatch.context() as patch:
-        patch.setattr("ntrace.exprs._alone", lambda: True)  # threads other tests left running would keep the analysis off the pool thread
         patch.setattr("ntrace.profile.POOL_THREAD_MAX", pool_max)
         patch.setattr("ntrace.profile.TWO_THREADS_MAX", threads_max)
         patch.setattr("ntrace.profile.threading.Thread", Counted)
@@ -175,28 +174,27 @@ def _same_everywhere(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         assert ranked.figures == other_ranked.figures and ranked.steps.equals(other_ranked.steps) and ranked.collectives.equals(other_ranked.collectives)
 
 
-def test_summary_is_the_same_on_a_pool_thread_in_two_threads_and_one_at_a_time(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_summary_is_the_same_on_a_pool_thread_in_two_threads_and_one_at_a_time(trace: Path, monkeypatch: pytest.MonkeyPatch, alone: None) -> None:
     _same_everywhere(trace, monkeypatch)
 
 
-def test_summary_is_the_same_every_way_on_real_traces(shared_trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_summary_is_the_same_every_way_on_real_traces(shared_trace: Path, monkeypatch: pytest.MonkeyPatch, alone: None) -> None:
     _same_everywhere(shared_trace, monkeypatch)
 
 
-def test_a_small_trace_is_analyzed_on_a_pool_thread(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_small_trace_is_analyzed_on_a_pool_thread(trace: Path, monkeypatch: pytest.MonkeyPatch, alone: None) -> None:
     import threading
 
     import ntrace.profile
 
     seen: list[int] = []
-    spans = ntrace.profile.lane_totals
+    lane_totals = ntrace.profile.lane_totals
 
     def watched(*args: object) -> pl.DataFrame:
         seen.append(threading.get_native_id())
-        return spans(*args)  # type: ignore[arg-type]
+        return lane_totals(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr("ntrace.profile.lane_totals", watched)
-    monkeypatch.setattr("ntrace.exprs._alone", lambda: True)  # threads other tests left running would keep it off the pool thread
     load(trace).summary()  # 13 complete events: under POOL_THREAD_MAX
     assert len(seen) == 1 and seen[0] != threading.get_native_id()
 
@@ -216,14 +214,13 @@ def test_summary_raises_what_the_second_branch_raised_and_joins_it(trace: Path, 
     assert not [t for t in threading.enumerate() if t.name == "ntrace-analysis"]
 
 
-def test_summary_on_a_pool_thread_raises_what_the_analysis_raised(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_summary_on_a_pool_thread_raises_what_the_analysis_raised(trace: Path, monkeypatch: pytest.MonkeyPatch, alone: None) -> None:
     from ntrace.errors import TraceFormatError
 
     def broken(events: pl.DataFrame, *rest: object) -> pl.DataFrame:
         raise TraceFormatError(trace, "broken on the pool thread")
 
     monkeypatch.setattr("ntrace.profile.lane_totals", broken)
-    monkeypatch.setattr("ntrace.exprs._alone", lambda: True)
     for run in (lambda p: p.summary(), lambda p: p.rank_summary()):
         with pytest.raises(TraceFormatError, match="pool thread") as caught:
             run(load(trace))

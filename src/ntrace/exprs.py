@@ -1,4 +1,4 @@
-"""Polars expression and Series helpers every layer may use."""
+"""Polars expression and Series helpers every layer may use, and a way to run a function of many small queries on Polars' own thread."""
 
 from __future__ import annotations
 

@@ -350,6 +350,11 @@ class Profile:
         """The per-op table in the default view: every row, sorted by self CPU."""
         return self.op_table()
 
+    @property
+    def _small(self) -> bool:
+        """Whether the trace is small enough (POOL_THREAD_MAX events) that its analysis runs on a thread of Polars' pool."""
+        return self.events.height <= POOL_THREAD_MAX
+
     def summary(self) -> Summary:
         """Every result the outputs read, as a frozen Summary (computed once), where its queries cost least for the trace's size.
 
@@ -366,7 +371,7 @@ class Profile:
         """
         if self._stored is not None:
             return self._stored
-        if self.events.height <= POOL_THREAD_MAX:
+        if self._small:
             return on_polars_thread(self._summary)
         if self.complete_count <= TWO_THREADS_MAX:
             self._both_branches()
@@ -392,7 +397,7 @@ class Profile:
         """What `ntrace ranks` reads of this trace (see ntrace.analyses.ranks.rank_summary), computing only that: no op tree, op table, kernels or findings."""
         if self._stored is not None:
             return rank_summary(self._stored)
-        if self.events.height <= POOL_THREAD_MAX:
+        if self._small:
             return on_polars_thread(self._rank_summary)
         return self._rank_summary()
 
