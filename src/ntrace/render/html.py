@@ -10,6 +10,7 @@ frames, never from what was drawn.
 
 from __future__ import annotations
 
+from functools import partial
 from importlib.resources import files
 from pathlib import Path
 
@@ -18,21 +19,26 @@ import polars as pl
 
 from ntrace.analyses.device import DeviceReport
 from ntrace.analyses.part import Part
+from ntrace.exprs import on_polars_thread
 from ntrace.io.atomic import write_text
 from ntrace.io.manifest import variant_name
 from ntrace.lanes import LANES
+from ntrace.profile import POOL_THREAD_MAX
 from ntrace.render.distributed import distributed
 from ntrace.render.tables import compare_frame, compare_notes, gaps_frame, hardware_tracks_frame, lanes_frame, variant_names
 from ntrace.render.timeline import timeline_data
 from ntrace.render.views import device, esc as _esc, findings, kernels, memory, operators, overview, steps_view, table
 from ntrace.summary import Summary
 from ntrace.units import fmt_time, plural
-from ntrace.workflows.analyze import Analysis, Jobs, analyze
+from ntrace.workflows.analyze import Analysis, Jobs, analyze, chunk_size, counted, worker_pool, workers_for
 from ntrace.workflows.compare import Comparison, compare_groups
 
 #: The report's inline stylesheet and script (package data: no fonts, styles or scripts from the network).
 CSS = files("ntrace.render").joinpath("assets/report.css").read_text()
 JS = files("ntrace.render").joinpath("assets/report.js").read_text()
+
+#: With `jobs="auto"`, sections are drawn in worker processes from this many on: a worker's start-up costs about as much as drawing forty small traces' sections.
+SECTIONS_MIN = 64
 
 #: Longest bar-chart label drawn whole, and the width budgeted per character (11 px system-ui; wide enough for digits and capitals).
 LABEL_CHARS = 48
@@ -195,26 +201,30 @@ def _order(analysis: Analysis, comparison: Comparison | None) -> list[int]:
     n = len(analysis.summaries)
     if comparison is None:
         return list(range(n))
-    paths = [Path(p) for p in comparison.variants["path"].to_list()]
+    paths = comparison.variants["path"].to_list()
+    first: dict[Path, int] = {}
+    for k, variant in enumerate(paths):
+        first.setdefault(Path(variant), k)
 
-    def rank(i: int) -> tuple[int, int]:
+    def rank(i: int) -> tuple[int, int]:  # the first variant that is the trace or a directory above it (a lookup per parent, not a scan of the variants)
         path = analysis.summaries[i].path
-        return next((k for k, v in enumerate(paths) if path == v or path.is_relative_to(v)), len(paths)), i
+        return min((first[p] for p in (path, *path.parents) if p in first), default=len(paths)), i
 
     return sorted(range(n), key=rank)
 
 
-def render(analysis: Analysis, title: str | None = None) -> str:
-    """The whole report as one HTML document; several traces share one time scale so their timelines compare at a glance."""
+def render(analysis: Analysis, title: str | None = None, jobs: Jobs = 1) -> str:
+    """The whole report as one HTML document, the traces' sections drawn in `jobs` worker processes (see _sections); several traces share one time scale so their timelines compare at a glance."""
     names = variant_names(analysis.summaries, analysis.root)
     span = max((p.window_ns for p in analysis.summaries), default=1) or 1
     title = title or f"ntrace report: {analysis.root}"
-    comparison = variant_table(analysis, names) if len(analysis.summaries) > 1 else None
+    # the summaries' frames are small, and so are a small trace's timeline events: their many queries run on a pool thread (see ntrace.exprs.on_polars_thread)
+    comparison = on_polars_thread(lambda: variant_table(analysis, names)) if len(analysis.summaries) > 1 else None
     parts = [_comparison(comparison)] if comparison is not None else []
-    parts.append(distributed(analysis.summaries))
+    parts.append(on_polars_thread(lambda: distributed(analysis.summaries)))
     reports = [analysis.devices.get(session.dir, ()) if session else () for _, session in analysis]
     order = _order(analysis, comparison)
-    parts += [profile_section(analysis.summaries[i], names[i], span, str(i), reports[i]) for i in order]
+    parts += _sections([analysis.summaries[i] for i in order], [names[i] for i in order], span, [str(i) for i in order], [reports[i] for i in order], jobs)
     parts.append(_artifacts(analysis))
     nav = " · ".join(f'<a href="#p-{i}">{_esc(names[i])}</a>' for i in order)
     run_warnings = "".join(f"<li>{_esc(w)}</li>" for w in analysis.warnings)
@@ -231,12 +241,29 @@ runtime_api (neuron_rt), hardware (neuron_hw), then other. Timelines share one t
 """
 
 
-def write_report(analysis: Analysis, out: str | Path, title: str | None = None) -> Path:
-    """Render the report of an analysis made with timelines (workflows.analyze(…, timeline=True)) and write it to `out` atomically; returns the path."""
-    return write_text(out, render(analysis, title))
+def _sections(summaries: list[Summary], names: list[str], span: int, uids: list[str], reports: list[tuple[DeviceReport, ...]], jobs: Jobs) -> list[str]:
+    """Each trace's section (profile_section), in order: in worker processes as workers_for gives them for `jobs`, but for "auto" only from SECTIONS_MIN sections on."""
+    n = len(summaries)
+    workers = 1 if jobs == "auto" and n < SECTIONS_MIN else workers_for(jobs, [s.path for s in summaries])
+    args = (summaries, names, [span] * n, uids, reports)
+    if workers > 1:
+        with worker_pool(workers) as pool:
+            return counted(pool.map(_section, *args, chunksize=chunk_size(n, workers)), n, "drawing traces")
+    return counted(map(_section, *args), n, "drawing traces")
+
+
+def _section(summary: Summary, name: str, span: int, uid: str, reports: tuple[DeviceReport, ...]) -> str:
+    """profile_section, on a thread of Polars' pool for a small trace, whose many small queries cost least there (see ntrace.exprs.on_polars_thread)."""
+    section = partial(profile_section, summary, name, span, uid, reports)
+    return on_polars_thread(section) if summary.events <= POOL_THREAD_MAX else section()
+
+
+def write_report(analysis: Analysis, out: str | Path, title: str | None = None, jobs: Jobs = 1) -> Path:
+    """Render the report of an analysis made with timelines (workflows.analyze(…, timeline=True)), its sections in `jobs` worker processes, and write it to `out` atomically; returns the path."""
+    return write_text(out, render(analysis, title, jobs))
 
 
 def report(path: str | Path, out: str | Path, *, title: str | None = None, jobs: Jobs = 1, part: Part | None = None) -> tuple[Analysis, Path]:
     """Analyze every trace under `path` (only its `part`, when given) with what its timeline draws and write the report to `out` atomically; returns the analysis and the file written."""
     result = analyze(path, jobs=jobs, timeline=True, part=part)
-    return result, write_report(result, out, title)
+    return result, write_report(result, out, title, jobs)
