@@ -231,14 +231,14 @@ class Profile:
         return self._step_work[1]
 
     @cached_property
-    def _tree_events(self) -> pl.DataFrame:
-        """The complete events torch builds its op tree from, with the columns the op tree and table read, in idx order."""
-        return self.select_complete("idx", "pid", "tid", "ts", "end", "dur", "name", "cat", "input_dims", where=opmod.TREE_EVENT)
-
-    @cached_property
     def nesting(self) -> pl.DataFrame:
-        """torch's op tree of the host events, in its walking order: idx, parent_idx, depth, pos, parent, last and the event's columns (see ntrace.analyses.nesting.tree)."""
-        return opmod.op_tree(self._tree_events)
+        """torch's op tree of the host events, in its walking order: idx, parent_idx, depth, pos, parent, last and the event's columns (see ntrace.analyses.nesting.tree).
+
+        Built from the complete events torch builds its tree from (opmod.TREE_EVENT), with the
+        columns the op tree and table read; that selection is not kept beside the tree, which
+        holds the same columns in walking order.
+        """
+        return opmod.op_tree(self.select_complete("idx", "pid", "tid", "ts", "end", "dur", "name", "cat", "input_dims", where=opmod.TREE_EVENT))
 
     @cached_property
     def device(self) -> str:
