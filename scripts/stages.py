@@ -30,7 +30,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("lanes, tracks, idle", ("_spans", "window", "lanes", "categories", "_track_pass")),
     ("links", ("links",)),
     ("device activities, calls", ("calls", "activities", "executions")),
-    ("nesting (op tree)", ("_tree_events", "nesting")),
+    ("nesting (op tree)", ("nesting",)),
     ("attribution (launching op)", ("attribution",)),
     ("ops (folded rows, groups)", ("_op_rows", "op_groups", "self_cpu_ns", "device_ns", "kernels")),
     ("collectives, communication", ("collectives", "communication")),

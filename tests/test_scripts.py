@@ -46,3 +46,11 @@ def test_a_venv_of_another_implementation_of_the_same_version_is_made_again(tmp_
     assert "recreating" in made.stderr and f"{other} {sys.base_prefix}" in made.stderr
     who = subprocess.run([str(venv / "bin" / "python"), "-c", "import sys; print(sys.implementation.name)"], capture_output=True, text=True).stdout
     assert who.strip() == sys.implementation.name
+
+
+def test_stages_names_only_what_a_profile_computes_and_runs() -> None:
+    """scripts/stages.py times Profile results by name: one renamed or removed there would stop it."""
+    trace = REPO / "tests" / "data" / "kineto" / "trace_compare__base__base.json.gz"
+    run = subprocess.run([sys.executable, "scripts/stages.py", str(trace), "--repeat", "1"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "nesting (op tree)" in run.stdout and "analysis + render, summed" in run.stdout
