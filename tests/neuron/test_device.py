@@ -159,6 +159,33 @@ def test_a_derived_table_that_disagrees_is_named(tmp_path: Path) -> None:
     assert any(f"ActiveTime gives {first['engine']} on core {first['pcore_idx']}" in w for w in r.warnings), r.warnings
 
 
+def test_instructions_without_an_engine_or_opcode_are_left_out_and_counted(tmp_path: Path) -> None:
+    d = tmp_path / "p"
+    shutil.copytree(FIXTURES / "device" / "compute_bound", d)
+    kept: dict[str, int] = {}
+    dropped = total = 0
+    for i, part in enumerate(sorted(d.glob("Instruction_*.parquet"))):
+        frame = pl.read_parquet(part)
+        column = ("engine", "opcode")[i % 2]
+        gone = pl.int_range(pl.len()) % 3 == 0
+        frame = frame.with_columns(pl.when(gone).then(None).otherwise(pl.col(column)).alias(column))
+        frame.write_parquet(part)
+        for row in frame.iter_rows(named=True):
+            total += 1
+            if row["engine"] is None or row["opcode"] is None:
+                dropped += 1
+            else:
+                kept[row["engine"]] = kept.get(row["engine"], 0) + 1
+    assert dropped
+    r = report(d)
+    assert any(f"{dropped:,} of {total:,} Instruction rows have no engine or opcode; they were left out" in w for w in r.warnings), r.warnings
+    per_engine = r.engines.filter(pl.col("core").is_null())
+    assert dict(zip(per_engine["engine"], per_engine["instructions"])) == kept
+    for fmt in ("table", "json", "csv", "markdown"):
+        result = CliRunner().invoke(main, ["device", str(d), "--format", fmt])
+        assert result.exit_code == 0 and result.exception is None and "Traceback" not in result.output, (fmt, result.output[-500:])
+
+
 def _digests(root: Path) -> dict[str, tuple[str, int]]:
     return {str(p): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()}
 

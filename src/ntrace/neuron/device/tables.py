@@ -32,6 +32,9 @@ _ENGINE_SUMMARY = {
     for what in ("instruction_time", "active_time", "instruction_count")
 }
 
+#: The tables of one row, whose required names are read as given (a missing schema version is warned about as such).
+SINGLE_ROW = frozenset({"Metadata", "NeffHeader", "Summary"})
+
 #: Per table: the columns ntrace reads, {name: (kind, required)}; required as profile-schema-reference.rst marks them.
 COLUMNS: dict[str, dict[str, tuple[str, bool]]] = {
     "Metadata": {
@@ -160,7 +163,19 @@ def read_table(table: str, files: list[tuple[int | None, Path]], warnings: list[
             warnings.append(f"{exc}; {table} was left out")
             return None
         frames.append(part.select(pl.col(name).cast(KINDS[kind]) if name in present else pl.lit(None, KINDS[kind]).alias(name) for name, (kind, _) in spec.items()))
-    return pl.concat(frames) if frames else None
+    where = files[0][1] if len(files) == 1 else files[0][1].parent
+    return _named_rows(table, pl.concat(frames), where, warnings) if frames else None
+
+
+def _named_rows(table: str, frame: pl.DataFrame, path: Path, warnings: list[str]) -> pl.DataFrame:
+    """The rows of a many-row table that have every required name (an engine, an opcode, a queue type): a row without one cannot be grouped or shown, so it is left out with a warning."""
+    names = [name for name, (kind, required) in COLUMNS[table].items() if kind == "str" and required]
+    if table in SINGLE_ROW or not names:
+        return frame
+    kept = frame.filter(pl.all_horizontal(pl.col(names).is_not_null()))
+    if kept.height < frame.height:
+        warnings.append(f"{path}: {frame.height - kept.height:,} of {frame.height:,} {table} rows have no {' or '.join(names)}; they were left out")
+    return kept
 
 
 def schema_version(metadata: pl.DataFrame | None, path: Path, warnings: list[str]) -> str | None:
