@@ -12,8 +12,9 @@ and every 10th input also runs through the CLI, where any traceback is a crash.
 A crash's minimal input (after hypothesis shrinks it) is written to OUT/crash_<n>.bin.
 The other targets (scripts/fuzz_targets.py) draw NEFF headers and tar members, file and
 directory names, Explorer and ntrace Parquet files and device-profile tables, and run each
-through the CLI commands that read them, in every format. `--target all` shares the time
-between every target. Prints the number of inputs tried and crashes found, per target. tests/test_bad_inputs.py runs a short bounded
+through the CLI commands that read them, in every format; a crash's traceback goes to
+OUT/<target>_crash_<n>.txt and its input files to OUT/<target>_crash_<n>_input/. `--target all`
+shares the time between every target. Prints the number of inputs tried and crashes found, per target. tests/test_bad_inputs.py runs a short bounded
 version (`fuzz(max_examples=...)`) in the default suite.
 """
 
@@ -23,6 +24,7 @@ import argparse
 import gzip
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -197,8 +199,8 @@ def fuzz(seeds: list[bytes], max_examples: int, stats: Stats, seed: int = 0) -> 
         stats.crashes.append(last[-1])
 
 
-def run_target_input(write: Any) -> str | None:
-    """Write one input of a non-trace target and run its commands through the CLI; the crash it causes, or None."""
+def run_target_input(write: Any, keep: Path | None = None) -> str | None:
+    """Write one input of a non-trace target and run its commands through the CLI; the crash it causes, or None. The input of a crash is copied to `keep`, so it can be run again."""
     with tempfile.TemporaryDirectory() as tmp:
         where = Path(tmp) / "in"
         where.mkdir()
@@ -209,15 +211,21 @@ def run_target_input(write: Any) -> str | None:
         for command in commands:
             args = [a.replace("{path}", str(path)) for a in command]
             got = CliRunner().invoke(main, args)
+            crash = None
             if got.exception is not None and not isinstance(got.exception, SystemExit):
-                return f"ntrace {' '.join(args)}\n" + "".join(traceback.format_exception(got.exception))
-            if "Traceback" in got.output or got.exit_code not in (0, 1, 2):
-                return f"ntrace {' '.join(args)}: exit {got.exit_code}: {got.output[-2000:]}"
+                crash = f"ntrace {' '.join(args)}\n" + "".join(traceback.format_exception(got.exception))
+            elif "Traceback" in got.output or got.exit_code not in (0, 1, 2):
+                crash = f"ntrace {' '.join(args)}: exit {got.exit_code}: {got.output[-2000:]}"
+            if crash:
+                if keep is not None:
+                    shutil.copytree(where, keep, symlinks=True, dirs_exist_ok=True)
+                    crash = f"input kept in {keep} (it stood at {where})\n{crash}"
+                return crash
     return None
 
 
-def fuzz_target(target: str, max_examples: int, stats: Stats, seed: int = 0) -> None:
-    """Run hypothesis for `max_examples` inputs of a scripts/fuzz_targets.py target, counting into `stats`; a crash is recorded, not raised."""
+def fuzz_target(target: str, max_examples: int, stats: Stats, seed: int = 0, out: Path | None = None) -> None:
+    """Run hypothesis for `max_examples` inputs of a scripts/fuzz_targets.py target, counting into `stats`; a crash is recorded, not raised, its input kept under `out`."""
     from fuzz_targets import TARGETS
 
     last: list[tuple[bytes, str]] = []
@@ -227,7 +235,7 @@ def fuzz_target(target: str, max_examples: int, stats: Stats, seed: int = 0) -> 
     @given(TARGETS[target]())
     def check(write: Any) -> None:
         stats.tried += 1
-        crash = run_target_input(write)
+        crash = run_target_input(write, None if out is None else out / f"{target}_crash_{len(stats.crashes)}_input")
         if crash:
             last.append((repr(write).encode(), crash))
             raise AssertionError(crash)
@@ -256,7 +264,7 @@ def main_cli() -> None:
         for target in targets:
             stats, start, batch = Stats(), time.monotonic(), 0
             while time.monotonic() - start < args.seconds / len(targets):
-                fuzz_target(target, 20, stats, seed=args.seed + batch)
+                fuzz_target(target, 20, stats, seed=args.seed + batch, out=args.out)
                 batch += 1
             for i, (data, crash) in enumerate(stats.crashes):
                 args.out.mkdir(parents=True, exist_ok=True)

@@ -278,6 +278,30 @@ def test_short_fuzz_run_finds_no_crash() -> None:
     assert stats.tried >= 30 and stats.crashes == [], stats.crashes[:1]
 
 
+def test_a_fuzz_targets_crash_keeps_its_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """scripts/fuzz.py --target: the files of an input that crashed are copied out before its temporary directory goes, so the crash can be run again."""
+    import click
+
+    fuzz = _script("fuzz")
+
+    @click.command()
+    @click.argument("path")
+    def crashes(path: str) -> None:
+        raise RuntimeError(f"boom on {Path(path).read_text()}")
+
+    def write(where: Path) -> tuple[Path, list[list[str]]]:
+        (where / "profile").mkdir()
+        (where / "profile" / "Instruction.parquet").write_text("the input")
+        return where / "profile" / "Instruction.parquet", [["{path}"]]
+
+    monkeypatch.setattr(fuzz, "main", crashes)
+    keep = tmp_path / "device_crash_0_input"
+    crash = fuzz.run_target_input(write, keep)
+    assert crash is not None and "boom on the input" in crash and str(keep) in crash
+    assert (keep / "profile" / "Instruction.parquet").read_text() == "the input"
+    assert fuzz.run_target_input(lambda where: (where, []), tmp_path / "not_kept") is None and not (tmp_path / "not_kept").exists()
+
+
 @pytest.mark.parametrize("cls", [NtraceError, InputError, TraceFormatError, CaptureError, OutputError])
 def test_errors_survive_pickling(cls: type[NtraceError]) -> None:
     """analyze --jobs sends a worker's error back to the parent: it must pickle with its path and problem."""
