@@ -186,6 +186,25 @@ def test_instructions_without_an_engine_or_opcode_are_left_out_and_counted(tmp_p
         assert result.exit_code == 0 and result.exception is None and "Traceback" not in result.output, (fmt, result.output[-500:])
 
 
+def test_a_dma_packet_without_a_queue_type_is_left_out_of_every_queue_and_the_total(tmp_path: Path) -> None:
+    d = tmp_path / "p"
+    shutil.copytree(FIXTURES / "device" / "compute_bound", d)
+    packets = pl.read_parquet(d / "DmaPacket.parquet")
+    gone = pl.int_range(pl.len()) % 5 == 1
+    packets.with_columns(pl.when(gone).then(None).otherwise(pl.col("queue_type")).alias("queue_type")).write_parquet(d / "DmaPacket.parquet")
+    kept: dict[str, tuple[int, int]] = {}
+    for i, row in enumerate(packets.iter_rows(named=True)):
+        if i % 5 != 1:
+            n, b = kept.get(row["queue_type"], (0, 0))
+            kept[row["queue_type"]] = (n + 1, b + row["transfer_bytes"])
+    dropped = packets.height - sum(n for n, _ in kept.values())
+    r = report(d)
+    assert f"{d / 'DmaPacket.parquet'}: {dropped:,} of {packets.height:,} DmaPacket rows have no queue_type; they were left out" in r.warnings
+    got = {q: (n, b) for q, n, b in r.dma.select("queue_type", "packets", "bytes").iter_rows() if q != "all"}
+    assert got == kept
+    assert r.dma.filter(pl.col("queue_type") == "all").select("packets", "bytes").row(0) == (sum(n for n, _ in kept.values()), sum(b for _, b in kept.values()))
+
+
 def _digests(root: Path) -> dict[str, tuple[str, int]]:
     return {str(p): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()}
 
