@@ -5,7 +5,9 @@ Every figure is a ratio against the floor measured in the same run: a bare Pytho
 reads the file (gunzipping it when gzip) and `orjson.loads` it. Each tool runs as its own
 process, rounds interleaved (floor, ntrace, Parquet re-analysis, HTA, floor, …); medians are
 reported with peak RSS from the OS (`os.wait4`'s rusage: the largest of that child and the
-decoding helper it may fork, ntrace.io.kineto._fork), and, sampled in a separate run, the peak of their
+decoding helper it may fork, ntrace.io.kineto._fork; the child is forked from a small launcher,
+since a child's ru_maxrss starts from its parent's, which is the benchmark's own peak when
+subprocess vforks it), and, sampled in a separate run, the peak of their
 summed proportional set size (PSS: shared pages split between them), which is what the machine
 gives the two together. ntrace's bytecode is compiled first and the children may use it, as for
 any installed package. "no decoding helper" runs with NTRACE_FORK=0; "start-up" only imports
@@ -86,17 +88,37 @@ def compile_ntrace() -> None:
     compileall.compile_dir(Path(ntrace.__file__).parent, quiet=1)
 
 
+#: Runs argv[2:] and writes its wall seconds, peak RSS (KiB) and CPU seconds to the pipe whose fd is argv[1]. A child's ru_maxrss starts from
+#: the RSS of the process it was forked from (its peak, when forked with vfork, as subprocess and posix_spawn do), so the
+#: measured command is forked from this small, fresh process, never from the benchmark, which grows as it reads tiles.
+LAUNCH = (
+    "import os, sys, time\n"
+    "start = time.perf_counter()\n"
+    "out = int(sys.argv[1])\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os.close(out)\n"
+    "    os.execvp(sys.argv[2], sys.argv[2:])\n"
+    "_, status, usage = os.wait4(pid, 0)\n"
+    "seconds = time.perf_counter() - start\n"
+    "os.write(out, f'{seconds} {usage.ru_maxrss} {usage.ru_utime + usage.ru_stime}'.encode())\n"
+    "sys.exit(os.waitstatus_to_exitcode(status) & 0xFF)\n"
+)
+
+
 def run(cmd: list[str]) -> Run:
-    """Run `cmd` to completion with output discarded; its wall time and its own peak RSS."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    """Run `cmd` to completion with output discarded; its wall time, CPU time and its own peak RSS (with its decoding helper's, the larger), forked from LAUNCH."""
+    read, write = os.pipe()
+    proc = subprocess.Popen([PY, "-c", LAUNCH, str(write), *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV, pass_fds=(write,))
+    os.close(write)
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    if proc.returncode != 0:
+    proc.wait()
+    with os.fdopen(read, "rb") as fh:
+        figures = fh.read().split()
+    if proc.returncode != 0 or len(figures) != 3:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err[-2000:]}")
-    return Run(seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime)
+    seconds, rss_kib, cpu = float(figures[0]), int(figures[1]), float(figures[2])
+    return Run(seconds, rss_kib / 1024, cpu)
 
 
 def json_size(path: Path) -> int:

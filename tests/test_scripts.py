@@ -54,3 +54,34 @@ def test_stages_names_only_what_a_profile_computes_and_runs() -> None:
     run = subprocess.run([sys.executable, "scripts/stages.py", str(trace), "--repeat", "1"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "nesting (op tree)" in run.stdout and "analysis + render, summed" in run.stdout
+
+
+#: A child that touches `MiB` MiB, then exits: its own peak RSS is about that plus the interpreter.
+_GROW = "import sys; b = bytearray(int(sys.argv[1]) << 20); b[::4096] = b'x' * len(b[::4096])"
+
+#: In a fresh interpreter: grow to 600 MiB and free it, then measure children with scripts/bench.py's run().
+_MEASURE = f"""
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("bench", sys.argv[1])
+bench = sys.modules["bench"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+big = bytearray(600 << 20); big[::4096] = b"x" * len(big[::4096]); del big
+small = bench.run([sys.executable, "-c", {_GROW!r}, "1"])
+grown = bench.run([sys.executable, "-c", {_GROW!r}, "200"])
+print(small.rss_mib, grown.rss_mib, grown.seconds, grown.cpu)
+try:
+    bench.run([sys.executable, "-c", "raise SystemExit(3)"])
+except SystemExit as exc:
+    print("failed:", "failed (3)" in str(exc))
+"""
+
+
+def test_bench_reports_each_commands_own_peak_rss_not_the_benchmarks() -> None:
+    """A vforked child inherits its parent's peak as its ru_maxrss: the benchmark, which grows as it reads tiles, must not lend its peak to the commands it measures."""
+    out = subprocess.run([sys.executable, "-c", _MEASURE, str(REPO / "scripts" / "bench.py")], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    figures, failed = out.stdout.splitlines()
+    small, grown, seconds, cpu = map(float, figures.split())
+    assert small < 100  # an interpreter touching 1 MiB, not the 600 MiB its grandparent once held
+    assert 200 <= grown < 300 and seconds > 0 and cpu > 0
+    assert failed == "failed: True"
