@@ -41,6 +41,9 @@ def analysis_digest() -> str:
 #: The Summary fields kept as one column, and those kept as tuples (JSON lists once stored).
 _SERIES = ("idle_gaps", "launch_latencies", "queue_delays")
 _TUPLES = ("window", "warnings", "outside_steps", "op_warnings")
+#: How a stored summary names its timeline's frames: the prefix, then each Timeline field.
+_TIMELINE = "timeline."
+_TIMELINE_PARTS = ("events", "idle")
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,7 @@ class Summary:
         return self.tracks.filter(pl.col("lane") == "hardware").drop("lane")
 
     def to_bytes(self) -> bytes:
-        """The summary as bytes (JSON holding the numbers and each frame as a zstd Arrow IPC stream), tagged with analysis_digest(); the timeline is not kept.
+        """The summary as bytes (JSON holding the numbers and each frame as a zstd Arrow IPC stream), tagged with analysis_digest(); its timeline too, when it holds one.
 
         A stream, not an IPC file: Polars reads a file through a lazy scan, about 0.5 ms per frame
         whatever its size, which made reading a stored summary cost more than a tiny trace's decode.
@@ -114,13 +117,11 @@ class Summary:
         frames: dict[str, str] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "timeline":
-                continue
-            if isinstance(value, (pl.DataFrame, pl.Series)):
-                buf = io.BytesIO()
-                (value.to_frame() if isinstance(value, pl.Series) else value).write_ipc_stream(buf, compression="zstd")
-                frames[f.name] = base64.b64encode(buf.getvalue()).decode()
-            else:
+            if isinstance(value, Timeline):
+                frames |= {f"{_TIMELINE}{part}": _ipc(getattr(value, part)) for part in _TIMELINE_PARTS}
+            elif isinstance(value, (pl.DataFrame, pl.Series)):
+                frames[f.name] = _ipc(value.to_frame() if isinstance(value, pl.Series) else value)
+            elif f.name != "timeline":
                 values[f.name] = str(value) if isinstance(value, Path) else value
         return _dumps({"code": analysis_digest(), "values": values, "frames": frames})
 
@@ -132,9 +133,15 @@ class Summary:
             if doc.get("code") != analysis_digest():
                 return None
             kwargs: dict[str, Any] = dict(doc["values"])
+            drawn: dict[str, pl.DataFrame] = {}
             for name, text in doc["frames"].items():
                 frame = pl.read_ipc_stream(io.BytesIO(base64.b64decode(text)))
-                kwargs[name] = frame.to_series() if name in _SERIES else frame
+                if name.startswith(_TIMELINE):
+                    drawn[name.removeprefix(_TIMELINE)] = frame
+                else:
+                    kwargs[name] = frame.to_series() if name in _SERIES else frame
+            if drawn:
+                kwargs["timeline"] = Timeline(**{part: drawn[part] for part in _TIMELINE_PARTS})
             kwargs["path"] = Path(kwargs["path"])
             for name in _TUPLES:
                 kwargs[name] = tuple(kwargs[name])
@@ -195,6 +202,13 @@ def _dumps(doc: Mapping[str, Any]) -> bytes:
         return orjson.dumps(doc, default=str)
     except TypeError:
         return json.dumps(doc, default=str, separators=(",", ":")).encode()  # ASCII: a lone surrogate in a name is kept as its escape
+
+
+def _ipc(frame: pl.DataFrame) -> str:
+    """`frame` as a zstd Arrow IPC stream, in base64 (text a JSON document holds)."""
+    buf = io.BytesIO()
+    frame.write_ipc_stream(buf, compression="zstd")
+    return base64.b64encode(buf.getvalue()).decode()
 
 
 def _columns(frame: pl.DataFrame) -> dict[str, Any]:

@@ -338,3 +338,66 @@ def test_a_trace_that_changes_while_analyzed_never_keeps_the_old_summary(tmp_pat
     fresh = _run("analyze", str(trace), "--format", "json")
     monkeypatch.setenv("NTRACE_CACHE", "1")
     assert _run("analyze", str(trace), "--format", "json") == fresh
+
+
+def _report(root: Path, out: Path, *args: str) -> str:
+    """The HTML page `ntrace report` writes for `root`."""
+    result = CliRunner().invoke(main, ["report", str(root), "-o", str(out), *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return out.read_text()
+
+
+def test_a_later_report_reads_every_timeline_and_writes_the_same_page(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report keeps each trace's summary with its timeline: the next one reads no trace, and its page is the one the memo's absence gives."""
+    root = _traces(tmp_path / "in")
+    before = sorted(os.listdir(root))
+    monkeypatch.setenv("NTRACE_CACHE", "0")
+    off = _report(root, tmp_path / "off.html")
+    monkeypatch.setenv("NTRACE_CACHE", "1")
+    cold = _report(root, tmp_path / "cold.html")
+    assert len(_entries(memo_dir, ".timeline")) == len(_entries(memo_dir, ".summary")) == len(before)
+    _no_analysis(monkeypatch)
+    assert _report(root, tmp_path / "warm.html") == cold == off
+    assert _report(root, tmp_path / "warm2.html", "--jobs", "2") == off  # read in the parent, before any worker
+    assert sorted(os.listdir(root)) == before
+
+
+def test_a_timeline_entry_round_trips_every_frame(tmp_path: Path, memo_dir: Path) -> None:
+    trace = _rank(tmp_path / "rank_0.pt.trace.json", 0)
+    drawn = analyze_mod.summarize(trace, timeline=True)
+    assert drawn.timeline is not None
+    (entry,) = _entries(memo_dir, ".timeline")
+    kept = memo.recall(entry, trace)
+    assert isinstance(kept, type(drawn)) and kept.timeline is not None
+    for part in ("events", "idle"):
+        assert getattr(kept.timeline, part).equals(getattr(drawn.timeline, part))
+        assert getattr(kept.timeline, part).schema == getattr(drawn.timeline, part).schema
+    assert kept.lanes.equals(drawn.lanes) and kept.op_groups.equals(drawn.op_groups)
+
+
+def test_a_damaged_or_timeless_timeline_entry_is_recomputed(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A timeline entry is used only whole: damaged bytes, or a summary without its timeline (a forged entry), make the report read the trace again."""
+    trace = _rank(tmp_path / "rank_0.pt.trace.json", 0)
+    good = _report(trace, tmp_path / "good.html")
+    (entry,) = _entries(memo_dir, ".timeline")
+    (summary_only,) = _entries(memo_dir, ".summary")
+    reads: list[object] = []
+    real = analyze_mod.load
+    monkeypatch.setattr(analyze_mod, "load", lambda *a, **k: reads.append(a) or real(*a, **k))
+    for damage in (b"garbage", entry.read_bytes()[:-40], summary_only.read_bytes()):
+        entry.write_bytes(damage)
+        reads.clear()
+        assert _report(trace, tmp_path / "again.html") == good
+        assert reads and entry.read_bytes() != damage  # read again, and the entry written whole again
+
+
+def test_a_timeline_too_large_to_keep_is_not_serialized(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = _rank(tmp_path / "rank_0.pt.trace.json", 0)
+    monkeypatch.setattr(memo, "ENTRY_LIMIT", 64)
+    serialized: list[object] = []
+    summary_type = type(analyze_mod.summarize(trace))
+    real = summary_type.to_bytes
+    monkeypatch.setattr(summary_type, "to_bytes", lambda self: serialized.append(self.timeline) or real(self))
+    analyze_mod.summarize(trace, timeline=True)
+    assert not _entries(memo_dir, ".timeline")
+    assert serialized and all(t is None for t in serialized)  # only the summary alone was serialized (and found too large)

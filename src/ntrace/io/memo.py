@@ -1,4 +1,4 @@
-"""The summary memo: each trace file's Summary (or RankSummary) kept between runs in the user's cache directory, so every command after the first reads a directory of traces in seconds.
+"""The summary memo: each trace file's Summary (or RankSummary, or for `report` the Summary with its timeline) kept between runs in the user's cache directory, so every command after the first reads a directory of traces in seconds.
 
 An entry is keyed by the path as given (outputs print it), the file's identity and change times
 (device, inode, size, mtime, ctime: what git's index compares), the same for every capture.json
@@ -33,9 +33,9 @@ from ntrace.io.manifest import manifest_candidates
 from ntrace.io.remote import COPIES_PREFIX
 from ntrace.summary import RankSummary, Summary
 
-#: The two kinds of entry: a trace's whole Summary, or the RankSummary `ntrace ranks` computes alone.
-Kind = Literal["summary", "rank"]
-_SUFFIX: dict[Kind, str] = {"summary": ".summary", "rank": ".rank"}
+#: The kinds of entry: a trace's whole Summary, the same with what its HTML timeline draws (`report`), or the RankSummary `ntrace ranks` computes alone.
+Kind = Literal["summary", "timeline", "rank"]
+_SUFFIX: dict[Kind, str] = {"summary": ".summary", "timeline": ".timeline", "rank": ".rank"}
 
 #: Largest entry written or read: a summary holds every idle gap and launch latency, so a huge trace's can be large.
 ENTRY_LIMIT = 64 << 20
@@ -67,6 +67,10 @@ def recall(entry: Path | None, path: Path) -> Summary | RankSummary | None:
     found: Summary | RankSummary | None
     if entry.suffix == _SUFFIX["summary"]:
         found = Summary.from_bytes(data)
+    elif entry.suffix == _SUFFIX["timeline"]:
+        found = Summary.from_bytes(data)
+        if found is not None and found.timeline is None:  # written whole or not at all: a forged or foreign entry
+            return None
     else:
         try:
             found = RankSummary.from_bytes(data)
@@ -80,6 +84,8 @@ def remember(entry: Path | None, result: Summary | RankSummary) -> None:
     global _writes
     if entry is None:
         return
+    if isinstance(result, Summary) and result.timeline is not None and result.timeline.events.estimated_size() > ENTRY_LIMIT:
+        return  # a large trace's timeline: not serialized only to be found too large
     data = result.to_bytes()
     if len(data) > ENTRY_LIMIT:
         return

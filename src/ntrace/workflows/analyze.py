@@ -106,13 +106,19 @@ def summarize(
 ) -> Summary:  # fmt: skip
     """The Summary of one trace file (with what its HTML timeline draws when `timeline`); a cache's stored summary, or the memo's (ntrace.io.memo), is read instead of recomputed."""
     path = Path(path)
-    kept = memo.entry(path, "summary", fast) if _memoized(lanes, max_events, part) else None
-    if not (recompute or lanes or timeline or part) and (known := recalled(path, kept)) is not None:
+    memoized = _memoized(lanes, max_events, part)
+    kept = memo.entry(path, "summary", fast) if memoized else None
+    drawn = memo.entry(path, "timeline", fast) if memoized and timeline else None
+    if not (recompute or lanes or part) and (known := recalled(path, kept) if not timeline else _recalled_timeline(path, drawn)) is not None:
         return known
     profile = load(path, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, part=part)
     summary = profile.summary()
-    memo.remember(kept, summary)  # kept without the timeline, which no stored summary holds
-    return replace(summary, timeline=profile.timeline()) if timeline else summary
+    memo.remember(kept, summary)  # the summary alone, which every other command reads
+    if not timeline:
+        return summary
+    summary = replace(summary, timeline=profile.timeline())
+    memo.remember(drawn, summary)
+    return summary
 
 
 def _memoized(lanes: Mapping[str, str] | None, max_events: int | None, part: Part | None) -> bool:
@@ -124,6 +130,12 @@ def recalled(path: Path, entry: Path | None) -> Summary | None:
     """The Summary computed earlier for the trace at `path`: the one its ntrace Parquet cache stores, else the memo's `entry` (memo.entry) holds; None when there is neither."""
     if (stored := stored_summary(path)) is not None:
         return stored
+    kept = memo.recall(entry, path)
+    return kept if isinstance(kept, Summary) else None
+
+
+def _recalled_timeline(path: Path, entry: Path | None) -> Summary | None:
+    """The Summary with its timeline that the memo's timeline `entry` (memo.entry) holds for the trace at `path`; None when it holds none."""
     kept = memo.recall(entry, path)
     return kept if isinstance(kept, Summary) else None
 
@@ -173,9 +185,11 @@ def summarize_all(
     n = len(traces)
 
     def known(path: Path) -> Summary | None:  # what summarize would read instead of the trace
+        if timeline:
+            return _recalled_timeline(path, memo.entry(path, "timeline", fast) if _memoized(lanes, max_events, part) else None)
         return recalled(path, memo.entry(path, "summary", fast) if _memoized(lanes, max_events, part) else None)
 
-    reads = None if recompute or lanes or timeline or part else known
+    reads = None if recompute or lanes or part else known
     return _each(_summarize_or_error, (traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n, [part] * n), jobs, executor, reads)
 
 
