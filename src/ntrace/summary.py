@@ -41,6 +41,8 @@ def analysis_digest() -> str:
 #: The Summary fields kept as one column, and those kept as tuples (JSON lists once stored).
 _SERIES = ("idle_gaps", "launch_latencies", "queue_delays")
 _TUPLES = ("window", "warnings", "outside_steps", "op_warnings")
+#: Fields a stored summary leaves out: the timeline is kept as frames (below), and the digest is of the stored bytes themselves.
+_NOT_KEPT = ("timeline", "drawn_key")
 #: How a stored summary names its timeline's frames: the prefix, then each Timeline field.
 _TIMELINE = "timeline."
 _TIMELINE_PARTS = ("events", "idle")
@@ -85,6 +87,7 @@ class Summary:
     queue_delays: pl.Series  # every queue delay (ns), likewise
     timeline: Timeline | None = field(default=None, compare=False)  # computed only when a report asks for it
     source: str | None = None  # the URL the trace was downloaded from (path is then its temporary copy)
+    drawn_key: str | None = field(default=None, compare=False)  # digest of the memo entry holding this summary with its timeline (ntrace.io.memo): keys its report section
 
     # allocator records (profile_memory=True), None when the trace holds none: see ntrace.analyses.memory
     memory_series: pl.DataFrame | None = None  # every record in time order: device_type, device_id, ts, bytes, allocated, reserved
@@ -121,7 +124,7 @@ class Summary:
                 frames |= {f"{_TIMELINE}{part}": _ipc(getattr(value, part)) for part in _TIMELINE_PARTS}
             elif isinstance(value, (pl.DataFrame, pl.Series)):
                 frames[f.name] = _ipc(value.to_frame() if isinstance(value, pl.Series) else value)
-            elif f.name != "timeline":
+            elif f.name not in _NOT_KEPT:
                 values[f.name] = str(value) if isinstance(value, Path) else value
         return _dumps({"code": analysis_digest(), "values": values, "frames": frames})
 

@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
+import ntrace.render.html as html
 import ntrace.workflows.analyze as analyze_mod
 from ntrace.cli import main
 from ntrace.io import memo
@@ -265,6 +266,8 @@ def test_hostile_names_are_remembered_or_skipped_never_a_failure(tmp_path: Path,
     first = _run("analyze", str(root), "--format", "json")
     assert _run("analyze", str(root), "--format", "json") == first
     assert len(_entries(memo_dir, ".summary")) == 2  # written for both (a name that is not UTF-8 is shown escaped, so its entry is recomputed)
+    page = _report(root, tmp_path / "cold.html")
+    assert _report(root, tmp_path / "warm.html") == page  # its section too, from the memo or drawn again
 
 
 def test_a_symlinked_trace_follows_its_target(tmp_path: Path, memo_dir: Path) -> None:
@@ -356,10 +359,60 @@ def test_a_later_report_reads_every_timeline_and_writes_the_same_page(tmp_path: 
     monkeypatch.setenv("NTRACE_CACHE", "1")
     cold = _report(root, tmp_path / "cold.html")
     assert len(_entries(memo_dir, ".timeline")) == len(_entries(memo_dir, ".summary")) == len(before)
+    assert len(_entries(memo_dir, ".section")) == len(before)
     _no_analysis(monkeypatch)
+    _no_drawing(monkeypatch)
     assert _report(root, tmp_path / "warm.html") == cold == off
-    assert _report(root, tmp_path / "warm2.html", "--jobs", "2") == off  # read in the parent, before any worker
+    assert _report(root, tmp_path / "warm2.html", "--jobs", "2") == off  # read in the parent: no worker started, none needed
     assert sorted(os.listdir(root)) == before
+
+
+def _no_drawing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make drawing any report section fail: a page can then only be made of remembered sections."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a section was drawn although it is remembered")
+
+    monkeypatch.setattr(html, "profile_section", refuse)
+
+
+def _drawn(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the sections drawn from now on (in this process)."""
+    names: list[str] = []
+    real = html.profile_section
+    monkeypatch.setattr(html, "profile_section", lambda summary, name, *a, **k: names.append(name) or real(summary, name, *a, **k))
+    return names
+
+
+def test_a_section_is_drawn_again_when_what_it_shows_changes(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A remembered section is keyed by its summary, name, time scale and place: a longer trace added beside it changes the shared scale, so every section is drawn again."""
+    root = tmp_path / "in"
+    root.mkdir()
+    _rank(root / "rank_0.pt.trace.json", 0)
+    _report(root, tmp_path / "one.html", "--jobs", "1")
+    _rank(root / "rank_1.pt.trace.json", 1, mm=5000)  # its window is the longest: the scale changes
+    drawn = _drawn(monkeypatch)
+    page = _report(root, tmp_path / "two.html", "--jobs", "1")
+    assert len(drawn) == 2
+    drawn.clear()
+    assert _report(root, tmp_path / "three.html", "--jobs", "1") == page and not drawn
+    monkeypatch.setenv("NTRACE_CACHE", "0")
+    assert _report(root, tmp_path / "off.html", "--jobs", "1") == page
+
+
+def test_a_damaged_section_entry_is_drawn_again(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A section entry holds its text's digest: any other bytes (emptied, cut short, one byte changed, not text) are drawn again and replaced."""
+    trace = _rank(tmp_path / "rank_0.pt.trace.json", 0)
+    good = _report(trace, tmp_path / "good.html")
+    (entry,) = _entries(memo_dir, ".section")
+    whole = entry.read_bytes()
+    drawn = _drawn(monkeypatch)
+    changed = whole[:-5] + (b"X" if whole[-5:-4] != b"X" else b"Y") + whole[-4:]
+    for damage in (b"", whole[:-40], changed, b"\xff\xfe" + whole[2:]):
+        entry.write_bytes(damage)
+        drawn.clear()
+        assert _report(trace, tmp_path / "again.html") == good
+        assert drawn and entry.read_bytes() == whole
 
 
 def test_a_timeline_entry_round_trips_every_frame(tmp_path: Path, memo_dir: Path) -> None:

@@ -21,13 +21,13 @@ import hashlib
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
-from ntrace.errors import NtraceError
+from ntrace.errors import NtraceError, valid_text
 from ntrace.io.atomic import atomic_open
 from ntrace.io.manifest import manifest_candidates
 from ntrace.io.remote import COPIES_PREFIX
@@ -36,6 +36,8 @@ from ntrace.summary import RankSummary, Summary
 #: The kinds of entry: a trace's whole Summary, the same with what its HTML timeline draws (`report`), or the RankSummary `ntrace ranks` computes alone.
 Kind = Literal["summary", "timeline", "rank"]
 _SUFFIX: dict[Kind, str] = {"summary": ".summary", "timeline": ".timeline", "rank": ".rank"}
+#: The suffix of a report section's entry: its HTML, keyed by the digest of the timeline entry it was drawn from (section_entry).
+_SECTION = ".section"
 
 #: Largest entry written or read: a summary holds every idle gap and launch latency, so a huge trace's can be large.
 ENTRY_LIMIT = 64 << 20
@@ -69,8 +71,9 @@ def recall(entry: Path | None, path: Path) -> Summary | RankSummary | None:
         found = Summary.from_bytes(data)
     elif entry.suffix == _SUFFIX["timeline"]:
         found = Summary.from_bytes(data)
-        if found is not None and found.timeline is None:  # written whole or not at all: a forged or foreign entry
+        if found is None or found.timeline is None:  # written whole or not at all: a forged or foreign entry
             return None
+        found = replace(found, drawn_key=_digest(data))
     else:
         try:
             found = RankSummary.from_bytes(data)
@@ -79,25 +82,66 @@ def recall(entry: Path | None, path: Path) -> Summary | RankSummary | None:
     return found if found is not None and str(found.path) == str(path) else None
 
 
-def remember(entry: Path | None, result: Summary | RankSummary) -> None:
-    """Keep `result` in `entry` (see entry()); does nothing when the memo is off or cannot be written."""
-    global _writes
+def remember(entry: Path | None, result: Summary | RankSummary) -> str | None:
+    """Keep `result` in `entry` (see entry()); returns the digest of what was written, None when nothing was (the memo is off, cannot be written, or the entry would be too large)."""
     if entry is None:
-        return
+        return None
     if isinstance(result, Summary) and result.timeline is not None and result.timeline.events.estimated_size() > ENTRY_LIMIT:
-        return  # a large trace's timeline: not serialized only to be found too large
+        return None  # a large trace's timeline: not serialized only to be found too large
     data = result.to_bytes()
-    if len(data) > ENTRY_LIMIT:
-        return
+    return _digest(data) if _write(entry, data) else None
+
+
+def section_entry(drawn_key: str | None, *key: object) -> Path | None:
+    """The entry of a report section drawn from the summary whose timeline entry has the digest `drawn_key`, with the rest of what it is drawn from (`key`); None without a digest or a memo."""
+    root = directory()
+    if drawn_key is None or root is None:
+        return None
+    return root / _code_dir() / (_digest(repr((drawn_key, key)).encode()) + _SECTION)
+
+
+def recall_text(entry: Path | None) -> str | None:
+    """The text `entry` (section_entry) holds, or None (no memo, no such entry, one that cannot be read or whose digest does not match it)."""
+    if entry is None:
+        return None
+    try:
+        with entry.open("rb") as fh:
+            data = fh.read(ENTRY_LIMIT + 1)
+    except OSError:
+        return None
+    digest, _, body = data.partition(b"\n")
+    if len(data) > ENTRY_LIMIT or digest.decode(errors="replace") != _digest(body):
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(entry)
+    return body.decode()
+
+
+def remember_text(entry: Path | None, text: str) -> None:
+    """Keep `text` in `entry` (section_entry) after its digest, which recall_text checks; does nothing when the memo is off or cannot be written."""
+    body = valid_text(text).encode()  # a lone surrogate (an undecodable file name) kept as its escape, as the page is written
+    if entry is not None and len(body) < ENTRY_LIMIT - 100:
+        _write(entry, _digest(body).encode() + b"\n" + body)
+
+
+def _write(entry: Path, data: bytes) -> bool:
+    """Write `data` to `entry` whole (a temporary file renamed), pruning the memo every _CHECK_EVERY writes; whether it was written."""
+    global _writes
     try:
         entry.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with atomic_open(entry, durable=False) as fh:
             fh.write(data)
     except (OSError, NtraceError):
-        return
+        return False
     if _writes % _CHECK_EVERY == 0:
         prune(entry.parent.parent)
     _writes += 1
+    return True
+
+
+def _digest(data: bytes) -> str:
+    """The SHA-256 of `data`, in hex."""
+    return hashlib.sha256(data).hexdigest()
 
 
 def directory() -> Path | None:
@@ -195,7 +239,7 @@ def entry(path: Path, kind: Kind, fast: bool = True) -> Path | None:
         return None
     try:
         identity = [_identity(path)] + [_identity_or_absent(m) for m in manifest_candidates(path)]
-        key = hashlib.sha256(repr((os.fsencode(path), fast, identity)).encode()).hexdigest()
+        key = _digest(repr((os.fsencode(path), fast, identity)).encode())
     except (OSError, UnicodeError):  # UnicodeError: a name with a lone surrogate, which no file system can hold
         return None
     return root / _code_dir() / (key + _SUFFIX[kind])

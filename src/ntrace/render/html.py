@@ -20,6 +20,7 @@ import polars as pl
 from ntrace.analyses.device import DeviceReport
 from ntrace.analyses.part import Part
 from ntrace.exprs import on_polars_thread
+from ntrace.io import memo
 from ntrace.io.atomic import write_text
 from ntrace.io.manifest import variant_name
 from ntrace.lanes import LANES
@@ -242,14 +243,26 @@ runtime_api (neuron_rt), hardware (neuron_hw), then other. Timelines share one t
 
 
 def _sections(summaries: list[Summary], names: list[str], span: int, uids: list[str], reports: list[tuple[DeviceReport, ...]], jobs: Jobs) -> list[str]:
-    """Each trace's section (profile_section), in order: in worker processes as workers_for gives them for `jobs`, but for "auto" only from SECTIONS_MIN sections on."""
-    n = len(summaries)
-    workers = 1 if jobs == "auto" and n < SECTIONS_MIN else workers_for(jobs, [s.path for s in summaries])
-    args = (summaries, names, [span] * n, uids, reports)
+    """Each trace's section (profile_section), in order: the memo's where it holds one, the rest drawn in worker processes as workers_for gives them for `jobs` (for "auto" only from SECTIONS_MIN sections on) and remembered.
+
+    A section is remembered by the digest of the memo entry its summary and timeline came from,
+    with its name, the shared time scale and its place; one with device reports is always drawn.
+    """
+    entries = [memo.section_entry(s.drawn_key, name, span, uid) if not r else None for s, name, uid, r in zip(summaries, names, uids, reports)]
+    drawn = [memo.recall_text(entry) for entry in entries]
+    todo = [i for i, text in enumerate(drawn) if text is None]
+    n = len(todo)
+    workers = 1 if jobs == "auto" and n < SECTIONS_MIN else workers_for(jobs, [summaries[i].path for i in todo])
+    args = ([summaries[i] for i in todo], [names[i] for i in todo], [span] * n, [uids[i] for i in todo], [reports[i] for i in todo])
     if workers > 1:
         with worker_pool(workers) as pool:
-            return counted(pool.map(_section, *args, chunksize=chunk_size(n, workers)), n, "drawing traces")
-    return counted(map(_section, *args), n, "drawing traces")
+            fresh = counted(pool.map(_section, *args, chunksize=chunk_size(n, workers)), n, "drawing traces")
+    else:
+        fresh = counted(map(_section, *args), n, "drawing traces")
+    for i, text in zip(todo, fresh):
+        drawn[i] = text
+        memo.remember_text(entries[i], text)
+    return [text or "" for text in drawn]
 
 
 def _section(summary: Summary, name: str, span: int, uid: str, reports: tuple[DeviceReport, ...]) -> str:

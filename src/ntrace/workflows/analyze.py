@@ -117,8 +117,7 @@ def summarize(
     if not timeline:
         return summary
     summary = replace(summary, timeline=profile.timeline())
-    memo.remember(drawn, summary)
-    return summary
+    return replace(summary, drawn_key=memo.remember(drawn, summary))
 
 
 def _memoized(lanes: Mapping[str, str] | None, max_events: int | None, part: Part | None) -> bool:
