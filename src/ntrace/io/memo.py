@@ -55,17 +55,8 @@ _writes = 0  # entries this process has written (the size is checked every _CHEC
 
 def recall(entry: Path | None, path: Path) -> Summary | RankSummary | None:
     """What `entry` (see entry()) holds for the trace at `path`, or None (no memo, no such entry, a damaged one)."""
-    if entry is None:
+    if entry is None or (data := _read(entry)) is None:
         return None
-    try:
-        with entry.open("rb") as fh:
-            data = fh.read(ENTRY_LIMIT + 1)
-    except OSError:
-        return None
-    if len(data) > ENTRY_LIMIT:
-        return None
-    with contextlib.suppress(OSError):  # a memo that cannot be written is still read
-        os.utime(entry)  # the least recently used go first
     found: Summary | RankSummary | None
     if entry.suffix == _SUFFIX["summary"]:
         found = Summary.from_bytes(data)
@@ -102,19 +93,10 @@ def section_entry(drawn_key: str | None, *key: object) -> Path | None:
 
 def recall_text(entry: Path | None) -> str | None:
     """The text `entry` (section_entry) holds, or None (no memo, no such entry, one that cannot be read or whose digest does not match it)."""
-    if entry is None:
-        return None
-    try:
-        with entry.open("rb") as fh:
-            data = fh.read(ENTRY_LIMIT + 1)
-    except OSError:
+    if (data := _read(entry)) is None:
         return None
     digest, _, body = data.partition(b"\n")
-    if len(data) > ENTRY_LIMIT or digest.decode(errors="replace") != _digest(body):
-        return None
-    with contextlib.suppress(OSError):
-        os.utime(entry)
-    return body.decode()
+    return body.decode() if digest.decode(errors="replace") == _digest(body) else None
 
 
 def remember_text(entry: Path | None, text: str) -> None:
@@ -122,6 +104,22 @@ def remember_text(entry: Path | None, text: str) -> None:
     body = valid_text(text).encode()  # a lone surrogate (an undecodable file name) kept as its escape, as the page is written
     if entry is not None and len(body) < ENTRY_LIMIT - 100:
         _write(entry, _digest(body).encode() + b"\n" + body)
+
+
+def _read(entry: Path | None) -> bytes | None:
+    """The bytes of `entry`, marked as just used; None when there is none, it cannot be read or it is larger than ENTRY_LIMIT."""
+    if entry is None:
+        return None
+    try:
+        with entry.open("rb") as fh:
+            data = fh.read(ENTRY_LIMIT + 1)
+    except OSError:
+        return None
+    if len(data) > ENTRY_LIMIT:
+        return None
+    with contextlib.suppress(OSError):  # a memo that cannot be written is still read
+        os.utime(entry)  # the least recently used go first
+    return data
 
 
 def _write(entry: Path, data: bytes) -> bool:
