@@ -102,8 +102,9 @@ def recall_text(entry: Path | None) -> str | None:
 def remember_text(entry: Path | None, text: str) -> None:
     """Keep `text` in `entry` (section_entry) after its digest, which recall_text checks; does nothing when the memo is off or cannot be written."""
     body = valid_text(text).encode()  # a lone surrogate (an undecodable file name) kept as its escape, as the page is written
-    if entry is not None and len(body) < ENTRY_LIMIT - 100:
-        _write(entry, _digest(body).encode() + b"\n" + body)
+    data = _digest(body).encode() + b"\n" + body
+    if entry is not None and len(data) <= ENTRY_LIMIT:
+        _write(entry, data)
 
 
 def _read(entry: Path | None) -> bytes | None:

@@ -260,9 +260,9 @@ def _sections(summaries: list[Summary], names: list[str], span: int, uids: list[
     else:
         fresh = counted(map(_section, *args), n, "drawing traces")
     for i, text in zip(todo, fresh):
-        drawn[i] = text
         memo.remember_text(entries[i], text)
-    return [text or "" for text in drawn]
+    new = dict(zip(todo, fresh))
+    return [new[i] if text is None else text for i, text in enumerate(drawn)]
 
 
 def _section(summary: Summary, name: str, span: int, uid: str, reports: tuple[DeviceReport, ...]) -> str:

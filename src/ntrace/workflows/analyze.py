@@ -106,10 +106,8 @@ def summarize(
 ) -> Summary:  # fmt: skip
     """The Summary of one trace file (with what its HTML timeline draws when `timeline`); a cache's stored summary, or the memo's (ntrace.io.memo), is read instead of recomputed."""
     path = Path(path)
-    memoized = _memoized(lanes, max_events, part)
-    kept = memo.entry(path, "summary", fast) if memoized else None
-    drawn = memo.entry(path, "timeline", fast) if memoized and timeline else None
-    if not (recompute or lanes or part) and (known := recalled(path, kept) if not timeline else _recalled_timeline(path, drawn)) is not None:
+    kept, drawn = _entries(path, fast, _memoized(lanes, max_events, part), timeline)
+    if not (recompute or lanes or part) and (known := _remembered(path, kept, drawn, timeline)) is not None:
         return known
     profile = load(path, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, part=part)
     summary = profile.summary()
@@ -133,10 +131,19 @@ def recalled(path: Path, entry: Path | None) -> Summary | None:
     return kept if isinstance(kept, Summary) else None
 
 
-def _recalled_timeline(path: Path, entry: Path | None) -> Summary | None:
-    """The Summary with its timeline that the memo's timeline `entry` (memo.entry) holds for the trace at `path`; None when it holds none."""
-    kept = memo.recall(entry, path)
-    return kept if isinstance(kept, Summary) else None
+def _entries(path: Path, fast: bool, memoized: bool, timeline: bool) -> tuple[Path | None, Path | None]:
+    """The memo entries summarize reads and writes for the trace at `path`: its summary's, and with `timeline` its summary-with-timeline's (None where not memoized)."""
+    if not memoized:
+        return None, None
+    return memo.entry(path, "summary", fast), memo.entry(path, "timeline", fast) if timeline else None
+
+
+def _remembered(path: Path, kept: Path | None, drawn: Path | None, timeline: bool) -> Summary | None:
+    """What summarize reads instead of the trace: with `timeline` the memo's summary with its timeline (entry `drawn`), else the stored or remembered summary (`kept`, see recalled)."""
+    if not timeline:
+        return recalled(path, kept)
+    found = memo.recall(drawn, path)
+    return found if isinstance(found, Summary) else None
 
 
 def summarize_rank(path: str | Path, fast: bool = True) -> RankSummary:
@@ -184,9 +191,7 @@ def summarize_all(
     n = len(traces)
 
     def known(path: Path) -> Summary | None:  # what summarize would read instead of the trace
-        if timeline:
-            return _recalled_timeline(path, memo.entry(path, "timeline", fast) if _memoized(lanes, max_events, part) else None)
-        return recalled(path, memo.entry(path, "summary", fast) if _memoized(lanes, max_events, part) else None)
+        return _remembered(path, *_entries(path, fast, _memoized(lanes, max_events, part), timeline), timeline)
 
     reads = None if recompute or lanes or part else known
     return _each(_summarize_or_error, (traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n, [part] * n), jobs, executor, reads)
