@@ -259,10 +259,13 @@ def _sections(summaries: list[Summary], names: list[str], span: int, uids: list[
             fresh = counted(pool.map(_section, *args, chunksize=chunk_size(n, workers)), n, "drawing traces")
     else:
         fresh = counted(map(_section, *args), n, "drawing traces")
-    for i, text in zip(todo, fresh):
-        memo.remember_text(entries[i], text)
-    new = dict(zip(todo, fresh))
-    return [new[i] if text is None else text for i, text in enumerate(drawn)]
+    sections, drawn_now = [], iter(fresh)
+    for entry, text in zip(entries, drawn):
+        if text is None:
+            text = next(drawn_now)
+            memo.remember_text(entry, text)
+        sections.append(text)
+    return sections
 
 
 def _section(summary: Summary, name: str, span: int, uid: str, reports: tuple[DeviceReport, ...]) -> str:
