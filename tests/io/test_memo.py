@@ -415,6 +415,25 @@ def test_a_damaged_section_entry_is_drawn_again(tmp_path: Path, memo_dir: Path, 
         assert drawn and entry.read_bytes() == whole
 
 
+def test_remembered_and_fresh_sections_keep_their_places(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With some sections remembered and one drawn again, each lands in its own place: the page is the one drawn from nothing."""
+    root = tmp_path / "in"
+    root.mkdir()
+    for rank, mm in ((0, 40), (1, 60), (2, 80)):
+        _rank(root / f"rank_{rank}.pt.trace.json", rank, mm=mm)
+    cold = _report(root, tmp_path / "cold.html", "--jobs", "1")
+    entries = _entries(memo_dir, ".section")
+    assert len(entries) == 3
+    drawn = _drawn(monkeypatch)
+    for lost in entries:
+        kept = {e: e.read_bytes() for e in entries if e != lost}
+        lost.unlink()
+        drawn.clear()
+        assert _report(root, tmp_path / "mixed.html", "--jobs", "1") == cold
+        assert len(drawn) == 1 and lost.exists()
+        assert all(e.read_bytes() == b for e, b in kept.items())
+
+
 def test_a_timeline_entry_round_trips_every_frame(tmp_path: Path, memo_dir: Path) -> None:
     trace = _rank(tmp_path / "rank_0.pt.trace.json", 0)
     drawn = analyze_mod.summarize(trace, timeline=True)
