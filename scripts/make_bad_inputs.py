@@ -791,6 +791,34 @@ def _(out: Path) -> str:
     return put(out, "window_extremes.pt.trace.json", doc_bytes([*sound_events(), x("first", "cpu_op", 0.0, 1.0), x("last", "cpu_op", 9223372036854.0, 1.0)]))
 
 
+@case("durations_sum_past_int64", 0, "warning", r"2 complete events lie so far apart, or last so long, that their sums would pass what int64 ns hold")
+def _(out: Path) -> str:
+    """Three ops of 146 years each and a short one, on one thread: each fits int64 ns, their sum does not; the longest two are left out with a warning, never summed into a negative total."""
+    long = [x(f"long{i}", "cpu_op", 0, 4611686018427387) for i in range(3)]
+    return put(out, "durations_sum_past_int64.pt.trace.json", doc_bytes([*long, x("short", "cpu_op", 1, 2)]))
+
+
+@case("explorer_spans_past_int64", 0, "warning", r"their sums would pass what int64 ns hold",
+      why="A Neuron Explorer export whose hardware rows span all of int64 and whose framework rows start at its minimum (found by the explorer fuzz target: `report` divided by a wrapped, negative span): the far rows left out with a warning.")  # fmt: skip
+def _(out: Path) -> str:
+    import io
+
+    import polars as pl
+
+    big = 2**63 - 1
+    rows = {
+        "id": [1, 2, 3, 4, 5],
+        "name": ["aten::mm", "nrt_execute", "exec", "exec", "far"],
+        "start_ts": [1000, 2000, 0, 1, -(2**63)],
+        "end_ts": [2000, 3000, big, 10**18, -1],
+        "trace_event_source": ["framework", "neuron_rt", "neuron_hw", "neuron_hw", "framework"],
+        "nc_idx": [None, 0, 0, 1, None],
+    }
+    buf = io.BytesIO()
+    pl.DataFrame(rows).write_parquet(buf)
+    return put(out, "explorer_spans_past_int64.parquet", buf.getvalue())
+
+
 @case("steps_overlapping", 0, "warning", r"profiler steps start before the previous one ends")
 def _(out: Path) -> str:
     """ProfilerStep#1 starts before ProfilerStep#0 ends: a warning, each event counted in the last step started."""

@@ -7,6 +7,7 @@
 - `cache`: ntrace's own Parquet cache (events plus the Summary computed from them);
 - `parquet`: opening any Parquet file without trusting it (any file name, rows checked against memory);
 - `dataset`: a rank-partitioned dataset of such files, each rank's summary for `ntrace ranks` beside it;
+- `bounds`: leaving out the events whose ns no int64 sum could hold;
 - `manifest`: the capture manifest (`capture.json`) beside a capture;
 - `atomic` and `progress`: writing files whole, reporting how far a read is.
 """
@@ -28,6 +29,7 @@ def read_trace(path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] 
     escapes (ntrace.errors.valid_path) in the Trace, so outputs can print and store it. The readers are imported here, so importing a module
     of this package (the CLI imports `progress`) does not import the decoders.
     """
+    from ntrace.io.bounds import summable
     from ntrace.io.cache import is_cache, read_cache_trace
     from ntrace.io.explorer import read_explorer_trace
     from ntrace.io.kineto import read_kineto
@@ -36,7 +38,7 @@ def read_trace(path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] 
         trace = read_cache_trace(path, lanes) if is_cache(path) else read_explorer_trace(path)
     else:
         trace = read_kineto(path, fast=fast, max_events=max_events, lanes=lanes)
-    return _valid_names(trace)
+    return summable(_valid_names(trace))
 
 
 def _valid_names(trace: Trace) -> Trace:
