@@ -169,11 +169,14 @@ def clock_offsets(instances: pl.DataFrame, ranks: list[int]) -> pl.DataFrame:
 
 
 def aligned_instances(instances: pl.DataFrame, offsets: pl.DataFrame) -> pl.DataFrame:
-    """Per matched instance (name, key), on the reference clock: ranks, first and latest start, latest end, `skew` (latest − first start), `transfer` (latest end − latest start)."""
+    """Per matched instance (name, key), on the reference clock: ranks, first and latest start, latest end, `skew` (latest − first start), `transfer` (latest end − latest start), `behind` (Σ latest − each start)."""
     shifted = instances.join(offsets.select("rank", "offset"), on="rank").with_columns(start=pl.col("ts") - pl.col("offset"), stop=pl.col("end") - pl.col("offset"))
     return (
         shifted.group_by("name", "key")
-        .agg(ranks=pl.len(), first=pl.col("start").min(), latest=pl.col("start").max(), stop=pl.col("stop").max(), starts=pl.col("start").sum())
+        .agg(
+            ranks=pl.len(), first=pl.col("start").min(), latest=pl.col("start").max(), stop=pl.col("stop").max(),
+            behind=(pl.col("start").max() - pl.col("start")).sum(),  # Σ latest − start: the wait the last rank caused (summing the starts themselves passes int64 at six ranks)
+        )  # fmt: skip
         .with_columns(skew=pl.col("latest") - pl.col("first"), transfer=pl.col("stop") - pl.col("latest"))
         .sort("name", "key")
     )
@@ -193,10 +196,10 @@ def stragglers(instances: pl.DataFrame, offsets: pl.DataFrame, per_instance: pl.
     """Per rank: `times_last` (matched instances with skew > 0 where it started last, ties counting for each), `pct_last` of all matched instances, `wait_caused` (Σ there of its start − each other rank's start); most wait first."""
     total = per_instance.height
     shifted = instances.join(offsets.select("rank", "offset"), on="rank").with_columns(start=pl.col("ts") - pl.col("offset"))
-    last = shifted.join(per_instance.filter(pl.col("skew") > 0).select("name", "key", "latest", "ranks", "starts"), on=["name", "key"]).filter(
+    last = shifted.join(per_instance.filter(pl.col("skew") > 0).select("name", "key", "latest", "behind"), on=["name", "key"]).filter(
         pl.col("start") == pl.col("latest")
     )
-    per = last.group_by("rank").agg(times_last=pl.len(), wait_caused=(pl.col("ranks") * pl.col("latest") - pl.col("starts")).sum())
+    per = last.group_by("rank").agg(times_last=pl.len(), wait_caused=pl.col("behind").sum())
     return (
         offsets.select("rank")
         .join(per, on="rank", how="left")
