@@ -798,6 +798,17 @@ def _(out: Path) -> str:
     return put(out, "durations_sum_past_int64.pt.trace.json", doc_bytes([*long, x("short", "cpu_op", 1, 2)]))
 
 
+@case("memory_bytes_sum_past_int64", 0, "warning", r"2 allocator records move so many bytes that their sums would pass what int64 holds; they were left out")
+def _(out: Path) -> str:
+    """Three [memory] allocations of 5e18 bytes: each fits int64, any two do not; the largest two left out with a warning, never a negative total."""
+    records = [
+        {"ph": "i", "s": "t", "name": "[memory]", "pid": 100, "tid": 100, "ts": 1000.0 + i,
+         "args": {"Bytes": 5 * 10**18, "Total Allocated": 0, "Total Reserved": 0, "Device Type": 0, "Device Id": -1}}
+        for i in range(3)
+    ]  # fmt: skip
+    return put(out, "memory_bytes_sum_past_int64.pt.trace.json", doc_bytes([*sound_events(), *records]))
+
+
 @case("explorer_spans_past_int64", 0, "warning", r"their sums would pass what int64 ns hold",
       why="A Neuron Explorer export whose hardware rows span all of int64 and whose framework rows start at its minimum (found by the explorer fuzz target: `report` divided by a wrapped, negative span): the far rows left out with a warning.")  # fmt: skip
 def _(out: Path) -> str:

@@ -92,3 +92,20 @@ def test_an_explorer_export_with_extreme_times_is_reported(tmp_path: Path) -> No
     for lane in kept.lanes.iter_rows(named=True):  # every lane total is the plain sum of the kept events' durations
         want = sum(d for d, name in durations if name == lane["lane"])
         assert lane["total"] == want and 0 <= want <= INT64_MAX
+
+
+def test_allocator_records_whose_bytes_sum_past_int64_leave_the_largest_out(tmp_path: Path) -> None:
+    """Three allocations of 5e18 bytes: each fits int64, any two of them do not; the largest two go (ties: the later), and the memory table sums the rest exactly."""
+    sizes = [5 * 10**18, 10**6, 5 * 10**18, 5 * 10**18, -(10**6)]
+    records = [
+        {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 10 + i, "args": {"Bytes": b, "Total Allocated": 0, "Total Reserved": 0, "Device Type": 0, "Device Id": -1}}
+        for i, b in enumerate(sizes)
+    ]
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"traceEvents": [{"ph": "X", "name": "op", "cat": "cpu_op", "ts": 0, "dur": 100, "pid": 1, "tid": 1}, *records]}))
+    profile = load(path)
+    kept = [sizes[i] for i in _kept_by_durations([abs(b) for b in sizes])]  # the same rule, on |bytes|
+    assert len(kept) == 3 and profile.memory_series["bytes"].to_list() == kept
+    (device,) = profile.memory_devices.iter_rows(named=True)
+    assert device["allocated_bytes"] == sum(b for b in kept if b > 0) and device["freed_bytes"] == -sum(b for b in kept if b < 0)
+    assert any(w.endswith("2 allocator records move so many bytes that their sums would pass what int64 holds; they were left out") for w in profile.trace.warnings)

@@ -6,7 +6,8 @@ things measured across it (track spans and idle, and the launch delays, one per 
 activity). A trace where both fit int64 is read as it is; reading real traces, that is every one.
 Where they do not (times written to break the arithmetic), the complete events furthest from the
 median start are left out until the window fits, then the longest until the durations do, and
-a warning counts them.
+a warning counts them. Allocator records are summed by their bytes (allocated and freed per
+device): where those sums would pass int64, the records moving the most bytes are left out.
 """
 
 from __future__ import annotations
@@ -24,15 +25,26 @@ _COMPLETE = pl.col("ph") == "X"
 
 
 def summable(trace: Trace) -> Trace:
-    """`trace` with the complete events left out that would carry a sum of its ns past int64 (none, on any real trace), with a warning that counts them."""
-    events = trace.events
-    if _fits(events, None):  # every complete event counted as spanning the window: the cheap bound
-        return trace
-    kept = _by_durations(_by_window(events))
-    if not (dropped := events.height - kept.height):
-        return trace
-    note = f"{trace.path}: {dropped} complete events lie so far apart, or last so long, that their sums would pass what int64 ns hold; they were left out"
-    return replace(trace, events=kept, warnings=(*trace.warnings, note))
+    """`trace` with the events left out that would carry a sum past int64 (none, on any real trace): complete events by their ns, allocator records by their bytes; a warning counts each."""
+    events, notes = trace.events, []
+    if not _fits(events, None):  # every complete event counted as spanning the window: the cheap bound
+        kept = _by_durations(_by_window(events))
+        if dropped := events.height - kept.height:
+            notes.append(f"{trace.path}: {dropped} complete events lie so far apart, or last so long, that their sums would pass what int64 ns hold; they were left out")
+        events = kept
+    if (too_many := _largest(events, pl.col("mem_bytes").cast(pl.Int128).abs())).len():
+        kept = events.filter(~pl.col("idx").is_in(too_many.implode()))
+        notes.append(f"{trace.path}: {events.height - kept.height} allocator records move so many bytes that their sums would pass what int64 holds; they were left out")
+        events = kept
+    return replace(trace, events=events, warnings=(*trace.warnings, *notes)) if notes else trace
+
+
+def _largest(events: pl.DataFrame, size: pl.Expr) -> pl.Series:
+    """The idx of the events with the largest `size` (non-null, Int128), smallest first, beyond those whose sizes sum within int64 (ties broken by file order)."""
+    if int(events.select(size.sum()).item()) <= INT64_MAX:  # the common case: one sum
+        return events["idx"].clear()
+    running = events.select("idx", size=size).drop_nulls("size").sort("size", "idx").with_columns(total=pl.col("size").cum_sum())
+    return running.filter(pl.col("total") > INT64_MAX)["idx"]
 
 
 def _fits(events: pl.DataFrame, measured: int | None, durations: bool = True) -> bool:
@@ -69,7 +81,5 @@ def _by_window(events: pl.DataFrame) -> pl.DataFrame:
 
 def _by_durations(events: pl.DataFrame) -> pl.DataFrame:
     """The events, less the longest complete ones until the rest's durations sum within int64 (ties broken by file order)."""
-    complete = events.filter(_COMPLETE).select("idx", "dur")
-    running = complete.sort("dur", "idx").with_columns(total=pl.col("dur").cast(pl.Int128).cum_sum())
-    too_long = running.filter(pl.col("total") > INT64_MAX)["idx"]
+    too_long = _largest(events, pl.when(_COMPLETE).then(pl.col("dur").cast(pl.Int128)))
     return events.filter(~pl.col("idx").is_in(too_long.implode())) if too_long.len() else events
