@@ -830,6 +830,24 @@ def _(out: Path) -> str:
     return put(out, "explorer_spans_past_int64.parquet", buf.getvalue())
 
 
+@case("trace_sums_past_int64", 0, "warning", r"left out of base: with it, sums over base's traces would pass what int64 ns hold", args=("diff", "{path}", "{path}"))
+def _(out: Path) -> str:
+    """Three traces of one kernel of 107 years each: every trace fits int64 ns, two of them summed do not; diff (and compare) keep the first two sides' sums within int64 and name the trace left out, never a wrapped, negative total."""
+    kernel = x("gemm", "kernel", 20, 3_500_000_000_000_000, pid=0, tid=7, device=0, stream=7)
+    return put_dir(out, "trace_sums_past_int64", {f"t{i}.pt.trace.json": doc_bytes([x("aten::mm", "cpu_op", 0, 10), kernel]) for i in range(3)})
+
+
+@case("rank_clocks_past_int64", 0, "warning", r"rank 2: its clock lies further from rank 0's than int64 ns reach", args=("ranks", "{path}"))
+def _(out: Path) -> str:
+    """Three ranks whose clocks read −4.7e18, 0 and +4.7e18 ns at the same collectives: rank 2's offset from rank 0 passes int64 ns, so it is left out of the matching with a warning instead of printing a wrapped, negative offset."""
+    nccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+    files = {}
+    for rank, base in enumerate((-4_700_000_000_000_000, 0, 4_700_000_000_000_000)):
+        kernels = [x(nccl, "kernel", base + 100 * k, 10, pid=0, tid=7, device=0, stream=7) for k in range(3)]
+        files[f"rank{rank}.pt.trace.json"] = doc_bytes(kernels, distributedInfo={"rank": rank, "world_size": 3})
+    return put_dir(out, "rank_clocks_past_int64", files)
+
+
 @case("steps_overlapping", 0, "warning", r"profiler steps start before the previous one ends")
 def _(out: Path) -> str:
     """ProfilerStep#1 starts before ProfilerStep#0 ends: a warning, each event counted in the last step started."""

@@ -24,7 +24,8 @@ def test_wait_caused_is_exact_at_a_thousand_ranks() -> None:
     found = pl.DataFrame(rows, schema={"name": pl.String, "key": pl.Int64, "rank": pl.Int64, "ts": pl.Int64, "end": pl.Int64})
     offsets = pl.DataFrame({"rank": list(range(n)), "offset": [0] * n}, schema={"rank": pl.Int64, "offset": pl.Int64})
     assert n * EPOCH_NS > 2**63 - 1  # the starts' sum would not fit
-    per_instance = rk.aligned_instances(found, offsets)
+    per_instance, left_out = rk.aligned_instances(found, offsets)
+    assert left_out == 0
     got = {r["rank"]: r["wait_caused"] for r in rk.stragglers(found, offsets, per_instance).iter_rows(named=True)}
     want: dict[int, int] = {}
     for i in range(instances):  # plain Python: the last rank to start caused Σ (its start − each start)

@@ -10,6 +10,7 @@ import polars as pl
 
 from ntrace.analyses.stats import nearest_rank
 from ntrace.exprs import fmt
+from ntrace.io.bounds import INT64_MAX
 from ntrace.lanes import lower_contains
 from ntrace.summary import RankSummary, Summary
 
@@ -118,8 +119,9 @@ def outliers(table: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
     """The (column, rank) pairs whose value lies more than MAD_LIMIT median absolute deviations from the column's median: column, rank, value, median, mad."""
     parts = []
     for c in columns:
+        value = pl.col(c).cast(pl.Int128) if table.schema[c].is_integer() else pl.col(c)  # two offsets can lie further apart than int64 reaches
         median = table.select(m=nearest_rank_expr(c, 50)).item()
-        deviation = table.select("rank", value=pl.col(c), d=(pl.col(c) - median).abs())
+        deviation = table.select("rank", value=pl.col(c), d=(value - median).abs())
         mad = deviation.select(nearest_rank_expr("d", 50)).item()
         parts.append(
             deviation.filter(pl.col("d") > MAD_LIMIT * mad).select(
@@ -156,22 +158,33 @@ def matched(keyed: pl.DataFrame, ranks: int) -> pl.DataFrame:
     return keyed.join(full.select("name", "key"), on=["name", "key"]).select("rank", "name", "key", "ts", "end")
 
 
-def clock_offsets(instances: pl.DataFrame, ranks: list[int]) -> pl.DataFrame:
-    """Per rank: `offset`, the median (nearest rank) over matched instances of its end − the lowest rank's end (0 without any)."""
+def clock_offsets(instances: pl.DataFrame, ranks: list[int]) -> tuple[pl.DataFrame, list[int]]:
+    """Per rank: `offset`, the median (nearest rank) over matched instances of its end − the lowest rank's end (0 without any); and the ranks whose offset int64 ns cannot hold (given 0 here).
+
+    The differences are taken in Int128: two ranks' clocks can each fit int64 and lie further apart than it reaches.
+    """
     ref = instances.filter(pl.col("rank") == min(ranks)).select("name", "key", ref_end="end")
-    diffs = instances.join(ref, on=["name", "key"]).with_columns(d=pl.col("end") - pl.col("ref_end"))
+    diffs = instances.join(ref, on=["name", "key"]).with_columns(d=pl.col("end").cast(pl.Int128) - pl.col("ref_end"))
     per = diffs.group_by("rank").agg(offset=nearest_rank_expr("d", 50))
-    return (
-        pl.DataFrame({"rank": ranks}, schema={"rank": pl.Int64})
-        .join(per, on="rank", how="left")
-        .select("rank", pl.col("offset").fill_null(0).cast(pl.Int64))
-    )
+    offsets = pl.DataFrame({"rank": ranks}, schema={"rank": pl.Int64}).join(per, on="rank", how="left").with_columns(pl.col("offset").fill_null(0))
+    far = offsets.filter(~_fits("offset"))["rank"].to_list()
+    return offsets.select("rank", pl.when(_fits("offset")).then("offset").otherwise(0).cast(pl.Int64).alias("offset")), far
 
 
-def aligned_instances(instances: pl.DataFrame, offsets: pl.DataFrame) -> pl.DataFrame:
-    """Per matched instance (name, key), on the reference clock: ranks, first and latest start, latest end, `skew` (latest − first start), `transfer` (latest end − latest start), `behind` (Σ latest − each start)."""
-    shifted = instances.join(offsets.select("rank", "offset"), on="rank").with_columns(start=pl.col("ts") - pl.col("offset"), stop=pl.col("end") - pl.col("offset"))
-    return (
+def _fits(column: str) -> pl.Expr:
+    """Whether an Int128 column's values lie within int64."""
+    return pl.col(column).is_between(-INT64_MAX - 1, INT64_MAX)
+
+
+def aligned_instances(instances: pl.DataFrame, offsets: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """Per matched instance (name, key), on the reference clock: ranks, first and latest start, latest end, `skew` (latest − first start), `transfer` (latest end − latest start), `behind` (Σ latest − each start); and how many were left out.
+
+    Computed in Int128. An instance whose figures int64 ns cannot hold is left out, and so are
+    those with the most `behind` beyond what sums within int64 (the stragglers' wait sums them).
+    """
+    shifted = _shifted(instances, offsets).with_columns(stop=pl.col("end").cast(pl.Int128) - pl.col("offset"))
+    figures = ("first", "latest", "stop", "behind", "skew", "transfer")
+    per = (
         shifted.group_by("name", "key")
         .agg(
             ranks=pl.len(), first=pl.col("start").min(), latest=pl.col("start").max(), stop=pl.col("stop").max(),
@@ -180,6 +193,14 @@ def aligned_instances(instances: pl.DataFrame, offsets: pl.DataFrame) -> pl.Data
         .with_columns(skew=pl.col("latest") - pl.col("first"), transfer=pl.col("stop") - pl.col("latest"))
         .sort("name", "key")
     )
+    fitting = per.filter(pl.all_horizontal(_fits(c) for c in figures)).with_row_index("_i")
+    kept = fitting.sort("behind", "_i").filter(pl.col("behind").cum_sum() <= INT64_MAX).sort("_i").drop("_i")  # the least behind first
+    return kept.with_columns(pl.col(figures).cast(pl.Int64)), per.height - kept.height
+
+
+def _shifted(instances: pl.DataFrame, offsets: pl.DataFrame) -> pl.DataFrame:
+    """The instances with `start`, their start on the reference clock (Int128: a start and an offset can each fit int64 while their difference does not)."""
+    return instances.join(offsets.select("rank", "offset"), on="rank").with_columns(start=pl.col("ts").cast(pl.Int128) - pl.col("offset"))
 
 
 def collective_stats(per_instance: pl.DataFrame) -> pl.DataFrame:
@@ -195,8 +216,7 @@ def collective_stats(per_instance: pl.DataFrame) -> pl.DataFrame:
 def stragglers(instances: pl.DataFrame, offsets: pl.DataFrame, per_instance: pl.DataFrame) -> pl.DataFrame:
     """Per rank: `times_last` (matched instances with skew > 0 where it started last, ties counting for each), `pct_last` of all matched instances, `wait_caused` (Σ there of its start − each other rank's start); most wait first."""
     total = per_instance.height
-    shifted = instances.join(offsets.select("rank", "offset"), on="rank").with_columns(start=pl.col("ts") - pl.col("offset"))
-    last = shifted.join(per_instance.filter(pl.col("skew") > 0).select("name", "key", "latest", "behind"), on=["name", "key"]).filter(
+    last = _shifted(instances, offsets).join(per_instance.filter(pl.col("skew") > 0).select("name", "key", "latest", "behind"), on=["name", "key"]).filter(
         pl.col("start") == pl.col("latest")
     )
     per = last.group_by("rank").agg(times_last=pl.len(), wait_caused=pl.col("behind").sum())

@@ -24,6 +24,7 @@ from ntrace.analyses.neffs import variant_device
 from ntrace.analyses.ops import GROUP_SCHEMA as OP_GROUP_SCHEMA
 from ntrace.analyses.ops import UNLINKED
 from ntrace.analyses.stats import nearest_rank
+from ntrace.analyses.sums import summable, summable_reports
 from ntrace.analyses.part import Part
 from ntrace.errors import InputError, NtraceError, valid_text
 from ntrace.exprs import stacked
@@ -53,6 +54,9 @@ COMPARE_SCHEMA = pl.Schema(
         "speedup": pl.Float64(),
     }
 )
+
+#: A variant as compare_groups takes it: its name, its path, its traces' summaries and its device profiles.
+Group = tuple[str, Path, Sequence[Summary], Sequence[DeviceReport]]
 
 #: Below this share of common op names, two sides run different code and a per-op comparison says little.
 MIN_COMMON_OPS = 0.5
@@ -100,6 +104,18 @@ def device_op_totals(summaries: Sequence[Summary]) -> tuple[int, int]:
         .collect(engine="in-memory")
     )
     return int(totals["self_cpu"][0]), int(totals["calls"][0])
+
+
+def _summable(groups: Sequence[Group]) -> tuple[list[Group], list[str]]:
+    """The groups, each less the traces and device profiles that would carry its sums past int64, and a warning for each left out."""
+    out: list[Group] = []
+    notes: list[str] = []
+    for name, path, summaries, devices in groups:
+        kept, left = summable(summaries, name)
+        reports, left_reports = summable_reports(devices, name)
+        out.append((name, path, kept, reports))
+        notes += left + left_reports
+    return out, notes
 
 
 def variant_row(name: str, path: Path, summaries: Sequence[Summary], devices: Sequence[DeviceReport] = ()) -> dict[str, Any]:
@@ -187,8 +203,12 @@ def compare(paths: Sequence[str | Path], baseline: str | None = None, part: Part
     return compare_groups(groups, baseline, slowest_first=len(paths) == 1 and len(groups) > 1)
 
 
-def compare_groups(groups: Sequence[tuple[str, Path, Sequence[Summary], Sequence[DeviceReport]]], baseline: str | None = None, slowest_first: bool = False) -> Comparison:
-    """The comparison of variants given as (name, path, summaries of its traces, its device profiles), in that order or slowest first; the baseline is the first row or the one named `baseline`."""
+def compare_groups(groups: Sequence[Group], baseline: str | None = None, slowest_first: bool = False) -> Comparison:
+    """The comparison of variants given as (name, path, summaries of its traces, its device profiles), in that order or slowest first; the baseline is the first row or the one named `baseline`.
+
+    A variant's traces (or device profiles) whose sums would pass int64 are left out, with a warning (ntrace.analyses.sums).
+    """
+    groups, left_out = _summable(groups)
     rows = [variant_row(name, path, summaries, devices) for name, path, summaries, devices in groups]
     basis = "device" if any(r["device"] > 0 for r in rows) else "step"
     if slowest_first:
@@ -203,7 +223,7 @@ def compare_groups(groups: Sequence[tuple[str, Path, Sequence[Summary], Sequence
         raise InputError(baseline, f"is not one of the variants ({', '.join(frame['name'].to_list())})")
     base = int(pick[basis][0])
     warnings = [w for _, _, summaries, devices in groups for w in (*(x for s in summaries for x in s.warnings), *(x for d in devices for x in d.warnings))]
-    warnings += comparability([(name, summaries) for name, _, summaries, _ in groups])
+    warnings += left_out + comparability([(name, summaries) for name, _, summaries, _ in groups])
     if basis == "step":
         warnings.append("no trace holds device activity: the speed-up compares the median profiler step (CPU time), not device time")
     speedup = pl.when((pl.col(basis) > 0) & pl.lit(base > 0)).then(pl.lit(float(base)) / pl.col(basis)).otherwise(None)

@@ -20,6 +20,7 @@ from ntrace.analyses import stats
 from ntrace.analyses.ops import GROUP_SCHEMA as OP_GROUP_SCHEMA
 from ntrace.analyses.ops import UNLINKED
 from ntrace.analyses.part import Part
+from ntrace.analyses.sums import summable
 from ntrace.errors import InputError, valid_path
 from ntrace.exprs import stacked
 from ntrace.summary import Summary
@@ -133,14 +134,15 @@ def _gap_stats(summaries: Sequence[Summary]) -> pl.DataFrame:
 
 def diff(base: str | Path, test: str | Path, threshold: float = 5.0, part: Part | None = None, jobs: Jobs = 1) -> Diff:
     """Compare TEST against BASE (each a trace or a directory of traces, only their `part` when given, in `jobs` worker processes) with a change threshold in percent."""
-    b, t = analyze(base, part=part, jobs=jobs).summaries, analyze(test, part=part, jobs=jobs).summaries
-    for path, profiles in ((base, b), (test, t)):
+    found = analyze(base, part=part, jobs=jobs).summaries, analyze(test, part=part, jobs=jobs).summaries
+    for path, profiles in zip((base, test), found):
         if not profiles:
             raise InputError(path, "holds no framework trace to diff (only Neuron artifacts)")
+    (b, left_b), (t, left_t) = summable(found[0], "base"), summable(found[1], "test")
     lanes = _lanes(b).join(_lanes(t), on="lane", how="full", coalesce=True, suffix="_test", maintain_order="left")
     lanes = lanes.select("lane", base_total="total", test_total="total_test", base_busy="busy", test_busy="busy_test")
     gap = _gap_stats(b).join(_gap_stats(t), on=["kind", "stat"], suffix="_test", maintain_order="left")
-    warnings = (*(w for s in (*b, *t) for w in s.warnings), *comparability([("base", b), ("test", t)]))
+    warnings = (*(w for s in (*b, *t) for w in s.warnings), *left_b, *left_t, *comparability([("base", b), ("test", t)]))
     return Diff(
         base=valid_path(Path(base)),
         test=valid_path(Path(test)),

@@ -155,6 +155,19 @@ def ranked_summaries(summaries: list[Summary]) -> tuple[list[tuple[int, str, Sum
     return [(n, rule, full[id(r)]) for n, rule, r in _ranked([r for r, _ in pairs], warnings)], warnings
 
 
+def _aligned(keyed: pl.DataFrame, numbers: list[int], warnings: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The instances matched on every rank whose clock can be aligned to the lowest rank's, and every rank's offset: a rank further from it than int64 ns reach is left out of the matching (offset 0), with a warning."""
+    aligned = list(numbers)
+    while True:
+        found = rk.matched(keyed.filter(pl.col("rank").is_in(aligned)), len(aligned))
+        offsets, far = rk.clock_offsets(found, aligned)
+        if not far:
+            break
+        warnings += [f"rank {n}: its clock lies further from rank {aligned[0]}'s than int64 ns reach; left out of the collective matching (offset 0)" for n in far]
+        aligned = [n for n in aligned if n not in far]
+    return found, pl.DataFrame({"rank": numbers}, schema={"rank": pl.Int64}).join(offsets, on="rank", how="left").with_columns(pl.col("offset").fill_null(0))
+
+
 def rank_analysis(ranked: Sequence[tuple[int, str, RankSummary]], warnings: list[str]) -> RankAnalysis:
     """The ranks compared and aligned: from (rank, rule, rank summary) sorted by rank, at least one; `warnings` so far come first in the result's."""
     warnings = list(warnings)
@@ -168,11 +181,12 @@ def rank_analysis(ranked: Sequence[tuple[int, str, RankSummary]], warnings: list
     keyed, match_rule = rk.instance_keys(instances)
     for row in rk.partial_instances(keyed, len(numbers)).iter_rows(named=True):
         warnings.append(f"collective {row['name']}: {row['partial']} instances are not on every rank (instances per rank: {row['per_rank']}); left out of the matching")
-    found = rk.matched(keyed, len(numbers))
-    offsets = rk.clock_offsets(found, numbers)
+    found, offsets = _aligned(keyed, numbers, warnings)
     if instances.height and found.is_empty():
         warnings.append("no collective instance is on every rank: clocks are not aligned (offset 0)")
-    per_instance = rk.aligned_instances(found, offsets)
+    per_instance, left_out = rk.aligned_instances(found, offsets)
+    if left_out:
+        warnings.append(f"{plural(left_out, 'matched collective instance')} left out: on the aligned clocks their skews or waits would pass what int64 ns hold")
     table = pl.DataFrame(rows, infer_schema_length=None).join(offsets.select("rank", "offset"), on="rank")
     columns = ["rank", "trace", "rule", "steps", "step_p50", "step_p90", *(f"busy_{lane}" for lane in lanes), *FIGURES[3:]]
     table = table.with_columns(pl.col(f"busy_{lane}").fill_null(0) for lane in lanes).select(columns)
