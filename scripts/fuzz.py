@@ -253,7 +253,7 @@ def main_cli() -> None:
     parser.add_argument("--seconds", type=float, default=300, help="keep fuzzing for this long (default 300)")
     parser.add_argument("--seed", type=int, default=0, help="first hypothesis seed; batch i uses seed + i (default 0)")
     parser.add_argument("--out", type=Path, default=Path("fuzz_crashes"), help="where minimal crashing inputs are written")
-    parser.add_argument("--target", default="trace", help="trace (default), neff, names, explorer, cache, device, or all")
+    parser.add_argument("--target", default="trace", help="trace (default), neff, names, explorer, cache, device, sets, or all")
     args = parser.parse_args()
     if args.target != "trace":
         sys.path.insert(0, str(Path(__file__).parent))

@@ -1,4 +1,4 @@
-"""Fuzz targets beyond trace JSON, for scripts/fuzz.py --target: NEFF headers and tar members, file and directory names, Explorer and ntrace Parquet files, device-profile tables.
+"""Fuzz targets beyond trace JSON, for scripts/fuzz.py --target: NEFF headers and tar members, file and directory names, Explorer and ntrace Parquet files, device-profile tables, sets of traces (variants and ranks).
 
 Each target is a hypothesis strategy drawing a `Writer`: a function that writes one input under
 a fresh directory and returns the path to give ntrace, with the commands to run on it. Every
@@ -211,10 +211,79 @@ def device_inputs(draw: st.DrawFn) -> Writer:
     return write
 
 
+# ---------------------------------------------------------------- sets of traces: variants and ranks
+
+#: Times in µs that fit int64 ns alone but not summed or subtracted across traces, and ordinary ones.
+_SET_US = st.sampled_from([0, 1, 10, 1000, 10**6, 10**12, 10**15, 3 * 10**15, 4 * 10**15, 4_700_000_000_000_000, 9_223_372_036_854_775, -(10**15), -4_700_000_000_000_000, -9_223_372_036_854_775])
+_NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+
+
+@st.composite
+def _set_trace(draw: st.DrawFn) -> bytes:
+    """One small trace of a set: CPU ops, kernels, collectives and profiler steps at extreme or ordinary times, a rank (or none)."""
+    import json
+
+    events: list[dict[str, Any]] = []
+    for i in range(draw(st.integers(0, 6))):
+        kind = draw(st.sampled_from(["cpu_op", "kernel", "nccl", "step"]))
+        ts, dur = draw(_SET_US), abs(draw(_SET_US))
+        event: dict[str, Any] = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": ts, "dur": dur}
+        if kind in ("kernel", "nccl"):
+            args: dict[str, Any] = {"device": 0, "stream": 7, "correlation": i}
+            if kind == "nccl" and draw(st.booleans()):
+                args["Sequence number"] = draw(st.sampled_from([0, 1, i, 2**62]))
+            event.update(cat="kernel", name=_NCCL if kind == "nccl" else "gemm", pid=0, tid=7, args=args)
+        elif kind == "step":
+            event.update(cat="user_annotation", name=f"ProfilerStep#{draw(st.integers(0, 3))}")
+        events.append(event)
+    top: dict[str, Any] = {"traceEvents": events}
+    if draw(st.booleans()):
+        top["distributedInfo"] = {"rank": draw(st.sampled_from([0, 1, 2, 3, 2**62])), "world_size": draw(st.sampled_from([1, 4, 2**31]))}
+    return json.dumps(top).encode()
+
+
+@st.composite
+def _rank_trace(draw: st.DrawFn, count: int) -> bytes:
+    """One rank of a job: `count` all-reduce kernels at this rank's clock base plus extreme or ordinary offsets."""
+    import json
+
+    base = draw(_SET_US)
+    kernels = [
+        {"ph": "X", "cat": "kernel", "name": _NCCL, "pid": 0, "tid": 7, "ts": base + draw(_SET_US), "dur": abs(draw(_SET_US)), "args": {"device": 0, "stream": 7}}
+        for _ in range(count)
+    ]  # fmt: skip
+    return json.dumps({"traceEvents": kernels}).encode()
+
+
+@st.composite
+def set_inputs(draw: st.DrawFn) -> Writer:
+    """A directory of two variants (and a second directory as diff's other side) of up to four small traces each, whose times fit int64 ns one by one but not summed or aligned across traces."""
+    sides = [[draw(_set_trace()) for _ in range(draw(st.integers(1, 4)))] for _ in range(3)]
+    if draw(st.booleans()):  # the other side as ranks of one job: the same collectives on every rank, each rank on a clock of its own
+        count = draw(st.integers(1, 3))
+        sides[2] = [draw(_rank_trace(count)) for _ in range(draw(st.integers(2, 4)))]
+
+    def write(tmp: Path) -> tuple[Path, list[list[str]]]:
+        for side, traces in zip(("run/a", "run/b", "other"), sides):
+            for i, data in enumerate(traces):
+                (tmp / side).mkdir(parents=True, exist_ok=True)
+                (tmp / side / f"rank{i}.pt.trace.json").write_bytes(data)
+        run, other = tmp / "run", str(tmp / "other")
+        return run, [
+            ["compare", "{path}", "--format", "table"], ["compare", "{path}", "--format", "json"],
+            ["diff", "{path}", other, "--format", "markdown"], ["diff", other, "{path}", "--format", "csv"],
+            ["ranks", other, "--format", "table", "-q"], ["ranks", other, "--format", "json", "-q"],
+            ["report", "{path}", "-o", str(tmp / "r.html"), "-q"], ["analyze", "{path}", "--format", "json", "-q"],
+        ]  # fmt: skip
+
+    return write
+
+
 TARGETS: dict[str, Callable[[], st.SearchStrategy[Writer]]] = {
     "neff": neff_inputs,
     "names": name_inputs,
     "explorer": explorer_inputs,
     "cache": cache_inputs,
     "device": device_inputs,
+    "sets": set_inputs,
 }

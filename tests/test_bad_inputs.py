@@ -278,6 +278,15 @@ def test_short_fuzz_run_finds_no_crash() -> None:
     assert stats.tried >= 30 and stats.crashes == [], stats.crashes[:1]
 
 
+@pytest.mark.slow
+def test_short_fuzz_run_of_trace_sets_finds_no_crash() -> None:
+    """A bounded run of scripts/fuzz.py --target sets: variants and ranks whose times fit int64 ns one by one but not summed or aligned, through compare, diff, ranks, report and analyze."""
+    fuzz, _ = _script("fuzz"), _script("fuzz_targets")  # fuzz_target imports fuzz_targets by name
+    stats = fuzz.Stats()
+    fuzz.fuzz_target("sets", 6, stats, seed=19)
+    assert stats.tried >= 6 and stats.crashes == [], stats.crashes[:1]
+
+
 def test_a_fuzz_targets_crash_keeps_its_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """scripts/fuzz.py --target: the files of an input that crashed are copied out before its temporary directory goes, so the crash can be run again."""
     import click

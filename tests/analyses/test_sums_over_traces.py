@@ -126,3 +126,15 @@ def test_instances_whose_waits_would_pass_int64_are_left_out_and_the_rest_exact(
     waits = dict(rk.stragglers(found, offsets, per).select("rank", "wait_caused").iter_rows())
     want = {0: sum(behind[k] for k in kept if starts[0][k] > starts[1][k]), 1: sum(behind[k] for k in kept if starts[1][k] > starts[0][k])}
     assert waits == want and max(waits.values()) <= INT64_MAX
+
+
+def test_report_shows_and_prints_the_traces_its_comparison_left_out(tmp_path: Path) -> None:
+    _variant(tmp_path / "run" / "x", [4 * 10**15] * 3)
+    _variant(tmp_path / "run" / "y", [7])
+    out = tmp_path / "report.html"
+    run = subprocess.run([sys.executable, "-m", "ntrace", "report", str(tmp_path / "run"), "-o", str(out)], capture_output=True, text=True, env={**os.environ, "NTRACE_CACHE": "0"})
+    assert run.returncode == 0, run.stderr
+    line = f"{tmp_path / 'run' / 'x' / 't2.json'}: left out of x: with it, sums over x&#x27;s traces would pass what int64 ns hold"
+    page = out.read_text()
+    assert page.count(line) == 1 and "-9" not in page.split('id="compare"')[1].split("</table>")[0]
+    assert [w for w in run.stderr.splitlines() if "left out" in w] == [f"warning: {tmp_path / 'run' / 'x' / 't2.json'}: left out of x: with it, sums over x's traces would pass what int64 ns hold"]

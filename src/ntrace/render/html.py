@@ -10,6 +10,7 @@ frames, never from what was drawn.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from importlib.resources import files
 from pathlib import Path
@@ -159,8 +160,8 @@ def variant_table(analysis: Analysis, names: list[str]) -> Comparison:
     return compare_groups(variants, slowest_first=True)
 
 
-def _comparison(comparison: Comparison) -> str:
-    """The variants side by side: the seed's table (device time, self CPU, op calls, idle, speed-up) and a bar chart of the same."""
+def _comparison(comparison: Comparison, notes: list[str]) -> str:
+    """The variants side by side: the seed's table (device time, self CPU, op calls, idle, speed-up) and a bar chart of the same, with the comparison's own warnings (`notes`)."""
     frame = comparison.variants
     labels, values, classes = [], [], []
     for r in frame.iter_rows(named=True):
@@ -170,7 +171,8 @@ def _comparison(comparison: Comparison) -> str:
     chart = bar_chart(labels, values, classes, "Per variant: device time, dispatch gaps, self CPU of device ops")
     rows = table(compare_frame(comparison).drop("path"), "compare")
     note = "".join(f'<p class="note">{_esc(line)}</p>' for line in compare_notes(comparison))
-    return f'<h2 id="compare">Comparison of {frame.height} variants</h2><div class="side"><div>{rows}{note}</div><div>{chart}</div></div>'
+    warnings = f'<ul class="warn">{"".join(f"<li>{_esc(w)}</li>" for w in notes)}</ul>' if notes else ""
+    return f'<h2 id="compare">Comparison of {frame.height} variants</h2>{warnings}<div class="side"><div>{rows}{note}</div><div>{chart}</div></div>'
 
 
 def profile_section(profile: Summary, name: str, span: int, uid: str, reports: tuple[DeviceReport, ...] = ()) -> str:
@@ -216,12 +218,19 @@ def _order(analysis: Analysis, comparison: Comparison | None) -> list[int]:
 
 def render(analysis: Analysis, title: str | None = None, jobs: Jobs = 1) -> str:
     """The whole report as one HTML document, the traces' sections drawn in `jobs` worker processes (see _sections); several traces share one time scale so their timelines compare at a glance."""
+    return _page(analysis, title, jobs)[0]
+
+
+def _page(analysis: Analysis, title: str | None, jobs: Jobs) -> tuple[str, list[str]]:
+    """The report (see render) and the warnings of its comparison that are not the traces' own (traces left out of a variant's sums, traces that compare badly)."""
     names = variant_names(analysis.summaries, analysis.root)
     span = max((p.window_ns for p in analysis.summaries), default=1) or 1
     title = title or f"ntrace report: {analysis.root}"
     # the summaries' frames are small, and so are a small trace's timeline events: their many queries run on a pool thread (see ntrace.exprs.on_polars_thread)
     comparison = on_polars_thread(lambda: variant_table(analysis, names)) if len(analysis.summaries) > 1 else None
-    parts = [_comparison(comparison)] if comparison is not None else []
+    known = set(analysis.all_warnings)
+    notes = list(dict.fromkeys(w for w in comparison.warnings if w not in known)) if comparison is not None else []
+    parts = [_comparison(comparison, notes)] if comparison is not None else []
     parts.append(on_polars_thread(lambda: distributed(analysis.summaries)))
     reports = [analysis.devices.get(session.dir, ()) if session else () for _, session in analysis]
     order = _order(analysis, comparison)
@@ -239,7 +248,7 @@ runtime_api (neuron_rt), hardware (neuron_hw), then other. Timelines share one t
 {"".join(parts)}
 <script>{JS}</script>
 </body></html>
-"""
+""", notes
 
 
 def _sections(summaries: list[Summary], names: list[str], span: int, uids: list[str], reports: list[tuple[DeviceReport, ...]], jobs: Jobs) -> list[str]:
@@ -280,6 +289,7 @@ def write_report(analysis: Analysis, out: str | Path, title: str | None = None, 
 
 
 def report(path: str | Path, out: str | Path, *, title: str | None = None, jobs: Jobs = 1, part: Part | None = None) -> tuple[Analysis, Path]:
-    """Analyze every trace under `path` (only its `part`, when given) with what its timeline draws and write the report to `out` atomically; returns the analysis and the file written."""
+    """Analyze every trace under `path` (only its `part`, when given) with what its timeline draws and write the report to `out` atomically; returns the analysis (its warnings joined by the comparison's own) and the file written."""
     result = analyze(path, jobs=jobs, timeline=True, part=part)
-    return result, write_report(result, out, title, jobs)
+    page, notes = _page(result, title, jobs)
+    return replace(result, warnings=(*result.warnings, *notes)), write_text(out, page)
