@@ -62,6 +62,22 @@ def test_compare_sums_each_variant_within_int64_and_names_what_it_left_out(tmp_p
     assert result.variants.row(1, named=True)["device"] == durations_us[0] * 1000
 
 
+def test_compare_of_many_variants_checks_each_variants_sums_on_its_own(tmp_path: Path) -> None:
+    """The sizes of every variant's traces come from one query over all of them (summable_sets): each variant keeps what its own running sums allow, not what its neighbours' would."""
+    rnd = random.Random(21)
+    plans = {"a": [rnd.randint(1, 4 * 10**15) for _ in range(6)], "b": [5], "c": [4 * 10**15] * 3, "d": [rnd.randint(1, 10**6) for _ in range(3)]}
+    roots = [_variant(tmp_path / name, durations) for name, durations in plans.items()]
+    result = compare(roots)
+    assert result.variants["name"].to_list() == list(plans)
+    for row, (name, durations_us) in zip(result.variants.iter_rows(named=True), plans.items()):
+        keep = _kept([d * 1000 for d in durations_us])
+        assert row["device"] == row["compute"] == sum(d * 1000 for d, k in zip(durations_us, keep) if k), name
+        assert row["traces"] == sum(keep), name
+        left = [w for w in result.warnings if f"left out of {name}:" in w]
+        assert left == [f"{tmp_path / name / f't{i}.json'}: left out of {name}: with it, sums over {name}'s traces would pass what int64 ns hold" for i, k in enumerate(keep) if not k]
+    assert not all(_kept([d * 1000 for d in plans["c"]])) and all(_kept([d * 1000 for d in plans["d"]]))
+
+
 def test_diff_sums_each_side_within_int64(tmp_path: Path) -> None:
     durations_us = [3 * 10**15, 4 * 10**15, 25 * 10**14, 10**9]  # 3e18 + 4e18 fit, + 2.5e18 does not, + 1e12 does
     base, test = _variant(tmp_path / "base", durations_us), _variant(tmp_path / "test", [5])

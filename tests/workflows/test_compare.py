@@ -189,3 +189,57 @@ def test_a_variants_figures_over_many_traces_are_the_sums_of_each_traces() -> No
     assert sum(row["self_cpu"] > 0 for row in alone) >= 3  # the figures are not all zero
     halves = [("a", summaries[: len(summaries) // 2]), ("b", summaries[len(summaries) // 2 :])]
     assert comparability(halves) == comparability([(n, list(reversed(s))) for n, s in halves])  # op names are a set over the traces
+
+
+def test_many_variants_at_once_match_each_variant_by_a_plain_oracle() -> None:
+    """variant_rows and comparability take every variant's traces in one query per figure: each variant's figures must still be its own, as plain Python over its summaries' rows gives them."""
+    from ntrace.workflows.analyze import summarize
+    from ntrace.workflows.compare import MIN_COMMON_OPS, comparability, variant_rows
+
+    summaries = [summarize(p) for p in shared_trace_files()]
+    sizes = [1, 3, 2, 1, 4, 2, 1]
+    groups, at = [], 0
+    for i, size in enumerate(sizes):  # consecutive runs of the traces, wrapping round: some traces in two variants
+        picked = [summaries[(at + k) % len(summaries)] for k in range(size)]
+        at += size
+        groups.append((f"v{i}", REAL_TRACES, picked, ()))
+
+    def oracle(picked: list) -> dict:
+        per_row: dict = {}
+        for t, s in enumerate(picked):
+            for r in s.op_groups.to_dicts():
+                key = (t, r["name"], r["user_annotation"])
+                acc = per_row.setdefault(key, [0, 0, 0])
+                acc[0] += r["self_cpu"]
+                acc[1] += r["calls"]
+                acc[2] += r["self_device"]
+        kept = [v for (t, name, ann), v in per_row.items() if not ann and name not in ("[unlinked device time]", "ProfilerStep*") and v[2] > 0]
+        steps = sorted(d for s in picked for d in s.steps["dur"].to_list())
+        rank = max((50 * len(steps) + 99) // 100, 1)
+        return {
+            "self_cpu": sum(v[0] for v in kept), "device_op_calls": sum(v[1] for v in kept),
+            "compute": sum(r["total"] for s in picked for r in s.lanes.to_dicts() if r["lane"] == "hardware"),
+            "step": steps[rank - 1] if steps else 0,
+        }
+
+    from ntrace.analyses.ops import UNLINKED
+
+    assert UNLINKED == "[unlinked device time]"
+    rows = variant_rows(groups)
+    assert [r["name"] for r in rows] == [g[0] for g in groups]
+    for row, (_, _, picked, _) in zip(rows, groups):
+        assert {k: row[k] for k in ("self_cpu", "device_op_calls", "compute", "step")} == oracle(picked)
+    assert sum(r["self_cpu"] > 0 for r in rows) >= 3 and len({r["step"] for r in rows}) >= 3  # not all zero, not all alike
+
+    def names(picked: list) -> set:
+        return {r["name"] for s in picked for r in s.op_groups.to_dicts() if not r["user_annotation"] and r["name"] != UNLINKED}
+
+    sides = [(name, picked) for name, _, picked, _ in groups]
+    expected = []
+    for name, picked in sides[1:]:
+        a, b = names(sides[0][1]), names(picked)
+        smaller = min(len(a), len(b))
+        if smaller and len(a & b) < MIN_COMMON_OPS * smaller:
+            expected.append(f"v0 and {name} share only {len(a & b)} of {smaller} op names")
+    found = [w for w in comparability(sides) if " share only " in w]
+    assert [w.split(": they run")[0] for w in found] == expected and expected

@@ -29,14 +29,25 @@ _POOLED = ("idle_gaps", "launch_latencies", "queue_delays")
 
 def summable(summaries: Sequence[Summary], of: str) -> tuple[list[Summary], list[str]]:
     """The summaries in order, less each one that would carry a figure summed over them past int64; a warning names each left out of `of` (what the set is called)."""
-    sizes = [[abs(s.device_ns), abs(s.self_cpu_ns)] for s in summaries]
+    return summable_sets([(summaries, of)])[0]
+
+
+def summable_sets(sets: Sequence[tuple[Sequence[Summary], str]]) -> list[tuple[list[Summary], list[str]]]:
+    """summable of each (summaries, name) set, the sizes of every set's traces found by one query per figure over all of them (not one per set: compare has a set per trace)."""
+    every = [s for summaries, _ in sets for s in summaries]
+    sizes = [[abs(s.device_ns), abs(s.self_cpu_ns)] for s in every]
     for frame, columns in _SUMMED.items():
-        _add(sizes, [getattr(s, frame) for s in summaries], columns)
+        _add(sizes, [getattr(s, frame) for s in every], columns)
     for series in _POOLED:
-        _add(sizes, [getattr(s, series).to_frame("value") for s in summaries], ("value",))
-    keep = _within(sizes)
-    notes = [f"{s.path}: left out of {of}: with it, sums over {of}'s traces would pass what int64 ns hold" for s, k in zip(summaries, keep) if not k]
-    return [s for s, k in zip(summaries, keep) if k], notes
+        _add(sizes, [getattr(s, series).to_frame("value") for s in every], ("value",))
+    out = []
+    start = 0
+    for summaries, of in sets:
+        keep = _within(sizes[start : start + len(summaries)])
+        start += len(summaries)
+        notes = [f"{s.path}: left out of {of}: with it, sums over {of}'s traces would pass what int64 ns hold" for s, k in zip(summaries, keep) if not k]
+        out.append(([s for s, k in zip(summaries, keep) if k], notes))
+    return out
 
 
 def summable_reports(reports: Sequence[DeviceReport], of: str) -> tuple[list[DeviceReport], list[str]]:

@@ -23,8 +23,7 @@ from ntrace.analyses.device import ENGINES, DeviceReport
 from ntrace.analyses.neffs import variant_device
 from ntrace.analyses.ops import GROUP_SCHEMA as OP_GROUP_SCHEMA
 from ntrace.analyses.ops import UNLINKED
-from ntrace.analyses.stats import nearest_rank
-from ntrace.analyses.sums import summable, summable_reports
+from ntrace.analyses.sums import summable_reports, summable_sets
 from ntrace.analyses.part import Part
 from ntrace.errors import InputError, NtraceError, valid_text
 from ntrace.exprs import stacked
@@ -91,27 +90,45 @@ def find_variants(paths: Sequence[str | Path]) -> list[tuple[Path, list[Path]]]:
     return found
 
 
-def device_op_totals(summaries: Sequence[Summary]) -> tuple[int, int]:
-    """(self CPU, calls) summed over the op rows that reached the device in each trace: ops (not user annotations, not ProfilerStep*, not the unlinked row)
-    whose row of torch's table (per name and user annotation, the default op_table view) has self device time."""
+def _variant_figures(sets: Sequence[Sequence[Summary]]) -> list[tuple[int, int, int, int]]:
+    """Per set of summaries (a variant's traces): self CPU and calls summed over the op rows that reached the device in each trace, compute (the hardware lane's total) and the median step (nearest rank).
+
+    The op rows are ops (not user annotations, not ProfilerStep*, not the unlinked row) whose
+    row of torch's table (per name and user annotation, the default op_table view) has self
+    device time.
+
+    One query per figure over the traces of every set, each row keyed by its set: a variant per
+    trace (compare of a directory of traces) costs no query of its own.
+    """
+    every = [s for summaries in sets for s in summaries]
+    owner = pl.LazyFrame({"trace": range(len(every)), "set": [i for i, summaries in enumerate(sets) for _ in summaries]}, schema={"trace": pl.Int64, "set": pl.Int64})
     wrapper = pl.col("user_annotation") | pl.col("name").is_in([UNLINKED, "ProfilerStep*"])
-    totals = (
-        stacked([s.op_groups for s in summaries], OP_GROUP_SCHEMA)
+    ops = (
+        stacked([s.op_groups for s in every], OP_GROUP_SCHEMA)
         .group_by("trace", "name", "user_annotation")
         .agg(pl.col("self_cpu", "calls", "self_device").sum())
         .filter(~wrapper & (pl.col("self_device") > 0))
-        .select(pl.col("self_cpu").sum(), pl.col("calls").sum())
-        .collect(engine="in-memory")
+        .join(owner, on="trace")
+        .group_by("set")
+        .agg(pl.col("self_cpu").sum(), pl.col("calls").sum())
     )
-    return int(totals["self_cpu"][0]), int(totals["calls"][0])
+    lanes = stacked([s.lanes for s in every], pl.Schema({"lane": pl.String(), "total": pl.Int64()}))
+    compute = lanes.filter(pl.col("lane") == "hardware").join(owner, on="trace").group_by("set").agg(pl.col("total").sum())
+    rank = pl.max_horizontal((50 * pl.len().cast(pl.Int64) + 99) // 100, pl.lit(1, pl.Int64)) - 1  # stats.nearest_rank's ⌈50·n/100⌉-th smallest
+    steps = stacked([s.steps["dur"].to_frame() for s in every], pl.Schema({"dur": pl.Int64()})).join(owner, on="trace").group_by("set").agg(pl.col("dur").sort().get(rank))
+    ops_of, compute_of, step_of = ({row[0]: row[1:] for row in frame.iter_rows()} for frame in pl.collect_all([ops, compute, steps], engine="in-memory"))
+    out = []
+    for i in range(len(sets)):
+        self_cpu, calls = ops_of.get(i, (0, 0))
+        out.append((int(self_cpu), int(calls), int(compute_of.get(i, (0,))[0]), int(step_of.get(i, (0,))[0])))
+    return out
 
 
 def _summable(groups: Sequence[Group]) -> tuple[list[Group], list[str]]:
     """The groups, each less the traces and device profiles that would carry its sums past int64, and a warning for each left out."""
     out: list[Group] = []
     notes: list[str] = []
-    for name, path, summaries, devices in groups:
-        kept, left = summable(summaries, name)
+    for (name, path, _, devices), (kept, left) in zip(groups, summable_sets([(summaries, name) for name, _, summaries, _ in groups])):
         reports, left_reports = summable_reports(devices, name)
         out.append((name, path, kept, reports))
         notes += left + left_reports
@@ -120,24 +137,28 @@ def _summable(groups: Sequence[Group]) -> tuple[list[Group], list[str]]:
 
 def variant_row(name: str, path: Path, summaries: Sequence[Summary], devices: Sequence[DeviceReport] = ()) -> dict[str, Any]:
     """One variant's numbers (ns) summed over its traces' summaries, and over its processed device profiles (None without any)."""
-    self_cpu, calls = device_op_totals(summaries)
-    steps = pl.concat([s.steps["dur"] for s in summaries]) if summaries else pl.Series(dtype=pl.Int64)
-    backends = sorted({s.device for s in summaries} - {"none"})
-    lanes = stacked([s.lanes for s in summaries], pl.Schema({"lane": pl.String(), "total": pl.Int64()}))
-    compute = lanes.filter(pl.col("lane") == "hardware").select(pl.col("total").sum()).collect(engine="in-memory").item()
-    return {
-        "name": valid_text(name),
-        "path": valid_text(str(path)),
-        "traces": len(summaries),
-        "device_name": "/".join(backends) or "none",
-        "device": sum(s.device_ns for s in summaries),
-        "compute": int(compute),
-        "self_cpu": self_cpu,
-        "device_op_calls": calls,
-        "idle": sum(int(s.idle_gaps.sum()) for s in summaries),
-        "step": nearest_rank(steps, 50),
-        **variant_device(devices),
-    }
+    return variant_rows([(name, path, summaries, devices)])[0]
+
+
+def variant_rows(groups: Sequence[Group]) -> list[dict[str, Any]]:
+    """variant_row of each group, the figures of all of them from one query each (_variant_figures)."""
+    figures = _variant_figures([summaries for _, _, summaries, _ in groups])
+    return [
+        {
+            "name": valid_text(name),
+            "path": valid_text(str(path)),
+            "traces": len(summaries),
+            "device_name": "/".join(sorted({s.device for s in summaries} - {"none"})) or "none",
+            "device": sum(s.device_ns for s in summaries),
+            "compute": compute,
+            "self_cpu": self_cpu,
+            "device_op_calls": calls,
+            "idle": sum(int(s.idle_gaps.sum()) for s in summaries),
+            "step": step,
+            **variant_device(devices),
+        }
+        for (name, path, summaries, devices), (self_cpu, calls, compute, step) in zip(groups, figures)
+    ]
 
 
 def comparability(sides: Sequence[tuple[str, Sequence[Summary]]]) -> list[str]:
@@ -149,7 +170,7 @@ def comparability(sides: Sequence[tuple[str, Sequence[Summary]]]) -> list[str]:
     backends = {name: {_backend(s) for s in summaries} for name, summaries in sides}
     if len({frozenset(b) for b in backends.values()}) > 1:
         out.append("the traces come from different backends: " + "; ".join(f"{n}: {'/'.join(sorted(b))}" for n, b in backends.items()))
-    names = [(name, _op_names(summaries)) for name, summaries in sides]
+    names = list(zip((name for name, _ in sides), _op_names([summaries for _, summaries in sides])))
     for (a, ops_a), (b, ops_b) in ((names[0], other) for other in names[1:]):
         smaller = min(len(ops_a), len(ops_b))
         if smaller and len(ops_a & ops_b) < MIN_COMMON_OPS * smaller:
@@ -175,10 +196,15 @@ def _models(summaries: Sequence[Summary]) -> set[str]:
     return out
 
 
-def _op_names(summaries: Sequence[Summary]) -> set[str]:
-    """The names of the ops (not annotations, not the unlinked row) the traces ran."""
-    ops = stacked([s.op_groups for s in summaries], OP_GROUP_SCHEMA).filter(~pl.col("user_annotation") & (pl.col("name") != UNLINKED)).select("name").collect(engine="in-memory")
-    return set(ops["name"].to_list())
+def _op_names(sets: Sequence[Sequence[Summary]]) -> list[set[str]]:
+    """Per set of summaries: the names of the ops (not annotations, not the unlinked row) its traces ran, from one query over every set."""
+    every = [s for summaries in sets for s in summaries]
+    ops = stacked([s.op_groups for s in every], OP_GROUP_SCHEMA).filter(~pl.col("user_annotation") & (pl.col("name") != UNLINKED)).select("trace", "name").collect(engine="in-memory")
+    owner = [i for i, summaries in enumerate(sets) for _ in summaries]  # the set of each trace, by its place in `every`
+    out: list[set[str]] = [set() for _ in sets]
+    for trace, name in ops.iter_rows():
+        out[owner[trace]].add(name)
+    return out
 
 
 def compare(paths: Sequence[str | Path], baseline: str | None = None, part: Part | None = None, jobs: Jobs = 1) -> Comparison:
@@ -209,7 +235,7 @@ def compare_groups(groups: Sequence[Group], baseline: str | None = None, slowest
     A variant's traces (or device profiles) whose sums would pass int64 are left out, with a warning (ntrace.analyses.sums).
     """
     groups, left_out = _summable(groups)
-    rows = [variant_row(name, path, summaries, devices) for name, path, summaries, devices in groups]
+    rows = variant_rows(groups)
     basis = "device" if any(r["device"] > 0 for r in rows) else "step"
     if slowest_first:
         rows.sort(key=lambda r: (-r[basis], r["name"]))
