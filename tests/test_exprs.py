@@ -153,3 +153,25 @@ worker.join()
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env={**os.environ, "POLARS_MAX_THREADS": "1"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1"]
+
+
+def test_each_on_polars_thread_maps_in_order_a_chunk_per_pool_call(alone: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ntrace.exprs as exprs
+
+    calls: list[int] = []
+    real = exprs.on_polars_thread
+
+    def counted(fn):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(fn)
+
+    monkeypatch.setattr(exprs, "on_polars_thread", counted)
+    caller = threading.get_native_id()
+    items = list(range(2 * exprs.CHUNK + 5))
+    got = exprs.each_on_polars_thread(lambda i: (i * i, threading.get_native_id()), iter(items))  # any iterable
+    assert [v for v, _ in got] == [i * i for i in items]
+    assert caller not in {t for _, t in got}  # every item ran on a pool thread
+    assert len(calls) == 3  # two whole chunks and the rest: a signal waits for one chunk at most
+    assert exprs.each_on_polars_thread(lambda i: i, []) == []
+    with pytest.raises(KeyError):
+        exprs.each_on_polars_thread(lambda i: {}[i], [1])

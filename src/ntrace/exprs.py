@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from typing import Callable, TypeVar
+from typing import Callable, Iterable, TypeVar
 
 import polars as pl
 
 T = TypeVar("T")
+U = TypeVar("U")
+
+#: Items each_on_polars_thread hands to one pool thread at a time: a signal waits for one chunk, not for all of them.
+CHUNK = 32
 
 
 def fmt(template: str, *args: pl.Expr | str) -> pl.Expr:
@@ -78,6 +82,16 @@ def on_polars_thread(fn: Callable[[], T]) -> T:
     if failed:
         raise failed[0]
     return result[0] if result else fn()  # fn not called by this Polars: run here
+
+
+def each_on_polars_thread(fn: Callable[[U], T], items: Iterable[U]) -> list[T]:
+    """[fn(x) for x in items], run on a thread of Polars' pool CHUNK items at a time (see on_polars_thread): rendering many small summaries costs least there."""
+    pending = list(items)
+    out: list[T] = []
+    for start in range(0, len(pending), CHUNK):
+        part = pending[start : start + CHUNK]
+        out += on_polars_thread(lambda: [fn(x) for x in part])
+    return out
 
 
 def _alone() -> bool:

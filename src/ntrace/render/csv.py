@@ -8,6 +8,7 @@ import polars as pl
 
 from ntrace.analyses.ops import OpView
 from ntrace.errors import one_line
+from ntrace.exprs import each_on_polars_thread
 from ntrace.neuron.artifacts import Session
 from ntrace.render.tables import (
     artifact_files_frame, compare_frame, device_frame, diff_gaps_frame, diff_lanes_frame, diff_ops_frame, findings_frame, gaps_frame, kernels_frame, lanes_frame,
@@ -67,7 +68,12 @@ def analysis(result: Analysis, view: OpView = OpView(), table: str = "summary") 
     if table == "summary":
         return frame_csv(summary_frame(result))
     names = variant_names(result.summaries, result.root)
-    frames = [_PER_TRACE[table](s, view).select(pl.lit(name).alias("trace"), pl.all()) for s, name in zip(result.summaries, names)]
+
+    def rows(item: tuple[Summary, str]) -> pl.DataFrame:
+        summary, name = item
+        return _PER_TRACE[table](summary, view).select(pl.lit(name).alias("trace"), pl.all())
+
+    frames = each_on_polars_thread(rows, zip(result.summaries, names))
     return frame_csv(pl.concat(frames, how="diagonal_relaxed")) if frames else ""
 
 

@@ -11,6 +11,7 @@ from ntrace.analyses.device import ENGINES, DeviceReport
 from ntrace.analyses.memory import OP_COLUMNS as MEMORY_OP_COLUMNS
 from ntrace.analyses.memory import device_label
 from ntrace.analyses.ops import OpView, op_table
+from ntrace.exprs import each_on_polars_thread
 from ntrace.errors import json_safe
 from ntrace.render.tables import rank_figure_name
 from ntrace.neuron.artifacts import Session
@@ -115,7 +116,7 @@ def analysis(result: Analysis, view: OpView = OpView()) -> str:
     """The whole analysis as one JSON object (schema `ntrace.analysis/3`)."""
     doc = {
         "schema": SCHEMA,
-        "profiles": [summary_dict(s, session, view, result.device_join(s, session)) for s, session in result],
+        "profiles": each_on_polars_thread(lambda pair: summary_dict(*pair, view, result.device_join(*pair)), result),
         "artifacts": [{"dir": str(s.dir), **session_dict(s)} for s in result.artifacts],
         "warnings": result.all_warnings,
     }

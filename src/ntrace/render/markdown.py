@@ -8,6 +8,7 @@ import polars as pl
 
 from ntrace.analyses.ops import OpView
 from ntrace.errors import terminal_text
+from ntrace.exprs import each_on_polars_thread
 from ntrace.neuron.artifacts import Session
 from ntrace.render.tables import (
     artifact_files_frame, cell, compare_frame, compare_notes, diff_gaps_frame, diff_lanes_frame, diff_ops_frame, gaps_frame, hardware_tracks_frame,
@@ -95,7 +96,12 @@ def analysis(result: Analysis, view: OpView = OpView()) -> str:
     if len(result.summaries) > 1:
         parts += ["**Summary** (one row per trace)", "", frame_table(_summary_columns(summary_frame(result))), ""]
     names = variant_names(result.summaries, result.root)
-    parts += [summary_markdown(s, n, view, result.device_join(s, session)) for (s, session), n in zip(result, names)]
+
+    def section(item: tuple[tuple[Summary, Session | None], str]) -> str:
+        (summary, session), name = item
+        return summary_markdown(summary, name, view, result.device_join(summary, session))
+
+    parts += each_on_polars_thread(section, zip(result, names))
     if result.artifacts:
         parts += ["**Sessions with no framework trace**", "", artifacts(result.artifacts)]
     parts += _warnings(result.all_warnings)

@@ -11,6 +11,7 @@ import polars as pl
 from ntrace.analyses.device import ENGINES, OUTLIER_FACTOR, SMALL_DMA_BYTES, DeviceReport
 from ntrace.analyses.ops import OpView, op_table
 from ntrace.errors import one_line, terminal_text
+from ntrace.exprs import each_on_polars_thread
 from ntrace.lanes import LANES
 from ntrace.neuron.artifacts import Session
 from ntrace.summary import Summary
@@ -231,7 +232,7 @@ def _warnings(warnings: Sequence[str]) -> list[str]:
 @terminal_text
 def analysis(result: Analysis, view: OpView = OpView()) -> str:
     """Every trace's section, then the sessions with no trace, then the warnings."""
-    parts = [summary_text(s, session, view, result.device_join(s, session)) for s, session in result]
+    parts = each_on_polars_thread(lambda pair: summary_text(*pair, view, result.device_join(*pair)), result)
     parts += [f"{session_text(s)}\n(no framework trace in this session)" for s in result.artifacts]
     parts += _warnings(result.all_warnings)
     return "\n\n".join(parts) + "\n"
