@@ -41,8 +41,8 @@ def analysis_digest() -> str:
 #: The Summary fields kept as one column, and those kept as tuples (JSON lists once stored).
 _SERIES = ("idle_gaps", "launch_latencies", "queue_delays")
 _TUPLES = ("window", "warnings", "outside_steps", "op_warnings")
-#: Fields a stored summary leaves out: the timeline is kept as frames (below), and the digest is of the stored bytes themselves.
-_NOT_KEPT = ("timeline", "drawn_key")
+#: Fields a stored summary leaves out: the timeline is kept as frames (below), the digest is of the stored bytes themselves, and the bytes are what is stored.
+_NOT_KEPT = ("timeline", "drawn_key", "_stored")
 #: How a stored summary names its timeline's frames: the prefix, then each Timeline field.
 _TIMELINE = "timeline."
 _TIMELINE_PARTS = ("events", "idle")
@@ -94,6 +94,8 @@ class Summary:
     memory_devices: pl.DataFrame | None = None  # per device: records, allocs, frees, allocated/freed bytes, peak_allocated, peak_ts, peak_reserved
     memory_ops: pl.DataFrame | None = None  # per (name, user_annotation): calls, cpu_mem, self_cpu_mem, device_mem, self_device_mem (bytes)
     op_warnings: tuple[str, ...] = ()  # those of `warnings` about the op table (torch's rule giving negative self CPU), which `ranks` leaves out
+    # the bytes from_bytes read this summary from, which to_bytes gives back as they are (replace() makes a summary without them)
+    _stored: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def shown_path(self) -> str:
@@ -115,7 +117,11 @@ class Summary:
 
         A stream, not an IPC file: Polars reads a file through a lazy scan, about 0.5 ms per frame
         whatever its size, which made reading a stored summary cost more than a tiny trace's decode.
+        A summary read by from_bytes gives back the bytes it was read from: writing a frame read
+        back from IPC can lay out its buffers differently, and the same summary stores the same bytes.
         """
+        if self._stored is not None:
+            return self._stored
         values: dict[str, Any] = {}
         frames: dict[str, str] = {}
         for f in fields(self):
@@ -148,7 +154,9 @@ class Summary:
             kwargs["path"] = Path(kwargs["path"])
             for name in _TUPLES:
                 kwargs[name] = tuple(kwargs[name])
-            return cls(**kwargs)
+            summary = cls(**kwargs)
+            object.__setattr__(summary, "_stored", data if isinstance(data, bytes) else data.encode())  # frozen: set once, here
+            return summary
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError):
             return None  # PanicException: Polars' reader failing an assertion on forged bytes (it is no Exception)
 

@@ -473,3 +473,59 @@ def test_a_timeline_too_large_to_keep_is_not_serialized(tmp_path: Path, memo_dir
     analyze_mod.summarize(trace, timeline=True)
     assert not _entries(memo_dir, ".timeline")
     assert serialized and all(t is None for t in serialized)  # only the summary alone was serialized (and found too large)
+
+
+def _same(a: object, b: object) -> bool:
+    """Whether two summaries hold the same values, frames and series compared by value."""
+    from dataclasses import fields
+
+    assert a is not None and b is not None
+    for f in fields(a):  # type: ignore[arg-type]
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, (pl.DataFrame, pl.Series)):
+            if not x.equals(y):
+                return False
+        elif f.compare and x != y:
+            return False
+    return True
+
+
+def test_convert_reads_the_memo_and_stores_what_it_would_compute(tmp_path: Path, memo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """convert after analyze stores the memo's summaries instead of computing them again: the converted files hold the same events and summaries as a conversion with the memo off."""
+    from ntrace.io.cache import read_cache_summary
+    from ntrace.profile import Profile
+
+    root = _traces(tmp_path / "in")
+    _run("analyze", str(root), "--format", "json", "--jobs", "1")
+    computed: list[object] = []
+    real = Profile.summary
+    monkeypatch.setattr(Profile, "summary", lambda self: computed.append(self) or real(self))
+    _run("convert", str(root), "-o", str(tmp_path / "warm"), "--jobs", "1")
+    assert computed == []  # every summary came from the memo
+    monkeypatch.setenv("NTRACE_CACHE", "0")
+    _run("convert", str(root), "-o", str(tmp_path / "cold"), "--jobs", "1")
+    assert computed  # computed this time
+    warm = sorted(p.relative_to(tmp_path / "warm") for p in (tmp_path / "warm").rglob("*.parquet"))
+    assert len(warm) >= 8 and warm == sorted(p.relative_to(tmp_path / "cold") for p in (tmp_path / "cold").rglob("*.parquet"))
+    for rel in warm:
+        a, b = tmp_path / "warm" / rel, tmp_path / "cold" / rel
+        assert pl.read_parquet(a).equals(pl.read_parquet(b)), rel
+        assert _same(read_cache_summary(a), read_cache_summary(b)), rel
+    outputs = [_run("analyze", str(tmp_path / side), "--format", "json").replace(str(tmp_path / side), "OUT") for side in ("warm", "cold")]
+    assert outputs[0] == outputs[1]
+
+
+def test_a_read_summary_gives_back_its_bytes_and_a_changed_one_new_ones() -> None:
+    from dataclasses import replace
+
+    from ntrace.summary import Summary
+    from ntrace.workflows.analyze import summarize
+
+    computed = summarize(shared_trace_files()[0])
+    data = computed.to_bytes()
+    read = Summary.from_bytes(data)
+    assert read is not None and _same(read, computed) and read.to_bytes() is data
+    moved = replace(read, source="s3://bucket/trace.json")
+    assert not _same(moved, read) and not _same(replace(read, lanes=read.lanes.head(1)), read)  # the check tells summaries apart
+    assert Summary.from_bytes(moved.to_bytes()).source == "s3://bucket/trace.json"  # type: ignore[union-attr]
+    assert Summary.from_bytes(data.decode()).to_bytes() == data  # read from text (a Parquet file's metadata)

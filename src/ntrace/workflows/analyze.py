@@ -27,6 +27,7 @@ from ntrace.io.progress import report
 from ntrace.neuron.artifacts import Session, artifact_warnings, find_sessions, session_dir
 from ntrace.profile import Profile
 from ntrace.summary import RankSummary, Summary
+from ntrace.trace import Trace
 from ntrace.units import plural
 from ntrace.workflows.device import DeviceJoin, join, session_reports
 
@@ -116,6 +117,16 @@ def summarize(
         return summary
     summary = replace(summary, timeline=profile.timeline())
     return replace(summary, drawn_key=memo.remember(drawn, summary))
+
+
+def summary_of(path: Path, trace: Trace, fast: bool) -> Summary:
+    """The Summary of `trace`, read from `path` (a local file) by the `fast` decoder or not: the memo's when it has one (what an earlier command computed), else computed now and remembered."""
+    entry = memo.entry(path, "summary", fast)
+    if (known := memo.recall(entry, path)) is not None and isinstance(known, Summary):
+        return known
+    summary = Profile(trace).summary()
+    memo.remember(entry, summary)
+    return summary
 
 
 def _memoized(lanes: Mapping[str, str] | None, max_events: int | None, part: Part | None) -> bool:

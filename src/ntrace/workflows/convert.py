@@ -25,7 +25,9 @@ from ntrace.io.dataset import partition, summary_path, write_rank_summary
 from ntrace.io.discover import SUMMARY_SUFFIX, find_traces
 from ntrace.io.remote import is_url, local_copies
 from ntrace.profile import Profile
-from ntrace.workflows.analyze import Jobs, chunk_size, counted, worker_pool, workers_for
+from ntrace.summary import Summary
+from ntrace.trace import Trace
+from ntrace.workflows.analyze import Jobs, chunk_size, counted, summary_of, worker_pool, workers_for
 
 
 #: The longest file name (in bytes) that common file systems (ext4, XFS, APFS, NTFS in UTF-8) accept.
@@ -55,7 +57,7 @@ def _convert_one(trace: Path, out_dir: Path, rel: Path, fast: bool, url: str | N
     out = out_dir / rel
     try:
         loaded = read_trace(trace, fast=fast)
-        write_cache(loaded, out, replace(Profile(loaded).summary(), source=url))
+        write_cache(loaded, out, _summary(trace, loaded, fast, url))
     except OutputError:
         raise
     except NtraceError as exc:
@@ -63,11 +65,18 @@ def _convert_one(trace: Path, out_dir: Path, rel: Path, fast: bool, url: str | N
     return out, None
 
 
+def _summary(trace: Path, loaded: Trace, fast: bool, url: str | None) -> Summary:
+    """The Summary a converted trace stores: the memo's for a local trace (what `analyze` computed for it), else computed; naming `url` when the trace was downloaded (its temporary copy is no memo key)."""
+    if url is not None:
+        return replace(Profile(loaded).summary(), source=url)
+    return summary_of(trace, loaded, fast)
+
+
 def _convert_rank(trace: Path, out_dir: Path, rel: Path, fast: bool, url: str | None = None) -> tuple[Path, str | None]:
     """Convert one trace (downloaded from `url`, when given) into the dataset `out_dir` as `rank=N/<rel>`, its rank summary beside it: (events file, None), or (`out_dir / rel`, the input's error)."""
     try:
         loaded = read_trace(trace, fast=fast)
-        summary = replace(Profile(loaded).summary(), source=url)
+        summary = _summary(trace, loaded, fast, url)
         rank, rule = rank_of(loaded.meta, loaded.path)
         if rank is None:
             raise InputError(trace, "has no rank (no distributedInfo.rank, no rank number in the file name, no single worker_gid); not written")
