@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from helpers import write_trace, x
 from ntrace import load
-from ntrace.analyses.stats import nearest_rank, stats
+from ntrace.analyses.stats import nearest_rank, nearest_rank_of, stats
 
 
 def test_the_issue_example() -> None:
@@ -40,3 +40,12 @@ def test_idle_share_is_per_device_over_its_span(tmp_path: Path) -> None:
     assert idle["share"] == 40 / 120 and idle["total"] == 40_000
     for share in profile.lanes["share"].to_list():
         assert 0 <= share <= 1
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(-(2**62), 2**62)), max_size=40), st.sampled_from([1, 50, 90, 100]))
+def test_nearest_rank_of_groups_is_the_plain_rank_of_each(rows: list[tuple[int, int]], p: int) -> None:
+    frame = pl.DataFrame(rows, schema={"g": pl.Int64, "v": pl.Int64}, orient="row")
+    got = dict(frame.group_by("g").agg(nearest_rank_of(pl.col("v"), p)).iter_rows())
+    for g in {g for g, _ in rows}:
+        values = sorted(v for h, v in rows if h == g)
+        assert got[g] == values[max((p * len(values) + 99) // 100, 1) - 1]  # ⌈p·n/100⌉-th smallest, in plain integers

@@ -30,6 +30,12 @@ def nearest_rank(values: pl.Series, p: int) -> int:
     return int(values.sort()[rank - 1])
 
 
+def nearest_rank_of(values: pl.Expr, p: int) -> pl.Expr:
+    """nearest_rank as an aggregation (per group of a group_by): the ⌈p·n/100⌉-th smallest of `values`, null for none."""
+    rank = pl.max_horizontal((p * pl.len().cast(pl.Int64) + 99) // 100, pl.lit(1, pl.Int64))
+    return values.sort().get(rank - 1)
+
+
 def stats(values: pl.Series) -> dict[str, int]:
     """count, total, p50, p90, max of a column of ns durations (zeros when empty)."""
     if values.is_empty():

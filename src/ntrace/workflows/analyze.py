@@ -122,7 +122,7 @@ def summarize(
 def summary_of(path: Path, trace: Trace, fast: bool) -> Summary:
     """The Summary of `trace`, read from `path` (a local file) by the `fast` decoder or not: the memo's when it has one (what an earlier command computed), else computed now and remembered."""
     entry = memo.entry(path, "summary", fast)
-    if (known := memo.recall(entry, path)) is not None and isinstance(known, Summary):
+    if (known := recalled(path, entry)) is not None:
         return known
     summary = Profile(trace).summary()
     memo.remember(entry, summary)

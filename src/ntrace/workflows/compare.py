@@ -23,6 +23,7 @@ from ntrace.analyses.device import ENGINES, DeviceReport
 from ntrace.analyses.neffs import variant_device
 from ntrace.analyses.ops import GROUP_SCHEMA as OP_GROUP_SCHEMA
 from ntrace.analyses.ops import UNLINKED
+from ntrace.analyses.stats import nearest_rank_of
 from ntrace.analyses.sums import summable_reports, summable_sets
 from ntrace.analyses.part import Part
 from ntrace.errors import InputError, NtraceError, valid_text
@@ -101,7 +102,7 @@ def _variant_figures(sets: Sequence[Sequence[Summary]]) -> list[tuple[int, int, 
     trace (compare of a directory of traces) costs no query of its own.
     """
     every = [s for summaries in sets for s in summaries]
-    owner = pl.LazyFrame({"trace": range(len(every)), "set": [i for i, summaries in enumerate(sets) for _ in summaries]}, schema={"trace": pl.Int64, "set": pl.Int64})
+    owner = pl.LazyFrame({"trace": range(len(every)), "set": _owners(sets)}, schema={"trace": pl.Int64, "set": pl.Int64})
     wrapper = pl.col("user_annotation") | pl.col("name").is_in([UNLINKED, "ProfilerStep*"])
     ops = (
         stacked([s.op_groups for s in every], OP_GROUP_SCHEMA)
@@ -114,14 +115,18 @@ def _variant_figures(sets: Sequence[Sequence[Summary]]) -> list[tuple[int, int, 
     )
     lanes = stacked([s.lanes for s in every], pl.Schema({"lane": pl.String(), "total": pl.Int64()}))
     compute = lanes.filter(pl.col("lane") == "hardware").join(owner, on="trace").group_by("set").agg(pl.col("total").sum())
-    rank = pl.max_horizontal((50 * pl.len().cast(pl.Int64) + 99) // 100, pl.lit(1, pl.Int64)) - 1  # stats.nearest_rank's ⌈50·n/100⌉-th smallest
-    steps = stacked([s.steps["dur"].to_frame() for s in every], pl.Schema({"dur": pl.Int64()})).join(owner, on="trace").group_by("set").agg(pl.col("dur").sort().get(rank))
+    steps = stacked([s.steps["dur"].to_frame() for s in every], pl.Schema({"dur": pl.Int64()})).join(owner, on="trace").group_by("set").agg(nearest_rank_of(pl.col("dur"), 50))
     ops_of, compute_of, step_of = ({row[0]: row[1:] for row in frame.iter_rows()} for frame in pl.collect_all([ops, compute, steps], engine="in-memory"))
     out = []
     for i in range(len(sets)):
         self_cpu, calls = ops_of.get(i, (0, 0))
         out.append((int(self_cpu), int(calls), int(compute_of.get(i, (0,))[0]), int(step_of.get(i, (0,))[0])))
     return out
+
+
+def _owners(sets: Sequence[Sequence[Summary]]) -> list[int]:
+    """The set of each summary, in the order of all sets' summaries one after another (the `trace` key `stacked` gives them)."""
+    return [i for i, summaries in enumerate(sets) for _ in summaries]
 
 
 def _summable(groups: Sequence[Group]) -> tuple[list[Group], list[str]]:
@@ -200,7 +205,7 @@ def _op_names(sets: Sequence[Sequence[Summary]]) -> list[set[str]]:
     """Per set of summaries: the names of the ops (not annotations, not the unlinked row) its traces ran, from one query over every set."""
     every = [s for summaries in sets for s in summaries]
     ops = stacked([s.op_groups for s in every], OP_GROUP_SCHEMA).filter(~pl.col("user_annotation") & (pl.col("name") != UNLINKED)).select("trace", "name").collect(engine="in-memory")
-    owner = [i for i, summaries in enumerate(sets) for _ in summaries]  # the set of each trace, by its place in `every`
+    owner = _owners(sets)
     out: list[set[str]] = [set() for _ in sets]
     for trace, name in ops.iter_rows():
         out[owner[trace]].add(name)
