@@ -10,7 +10,8 @@ since a child's ru_maxrss starts from its parent's, which is the benchmark's own
 subprocess vforks it), and, sampled in a separate run, the peak of their
 summed proportional set size (PSS: shared pages split between them), which is what the machine
 gives the two together. ntrace's bytecode is compiled first and the children may use it, as for
-any installed package. "no decoding helper" runs with NTRACE_FORK=0; "start-up" only imports
+any installed package. "no decoding helper" runs with NTRACE_FORK=0, "msgspec decoder" with
+NTRACE_NATIVE=0 (the decoder the native parser replaced, for a before/after in one run); "start-up" only imports
 the CLI, the cost every ntrace process pays before reading anything. "Parquet" is `ntrace
 analyze` on the `ntrace convert` output, reusing the analysis stored there; "Parquet --recompute"
 recomputes every number from the stored events.
@@ -281,6 +282,7 @@ class Tile:
     ours: Run | None = None
     hta: Run | None = None
     hta_note: str = ""
+    msgspec: Run | None = None  # ntrace with the native parser off (NTRACE_NATIVE=0): the decoder it replaced
 
 
 def make_tile(source: Path, mb: int, workdir: Path) -> tuple[Path, int]:
@@ -337,7 +339,8 @@ def bench_tiles(sizes: list[int], sources: list[Path], workdir: Path, hta_python
             chosen = not hta_only or any(k in name for k in hta_only)
             hta = bool(hta_python) and chosen and size * 2**20 / 10**6 <= hta_max_mb * 1.05
             tile.hta_note = "" if hta else ("not run: no --hta-python" if not hta_python else "not run (time)" if not chosen else f"not run above {hta_max_mb} MB")
-            cmds = {"floor": [PY, "-c", FLOOR, str(path)], "ours": ntrace("analyze", "--format", "json", "-q", str(path))}
+            cmds = {"floor": [PY, "-c", FLOOR, str(path)], "ours": ntrace("analyze", "--format", "json", "-q", str(path)),
+                    "msgspec": ["env", "NTRACE_NATIVE=0", *ntrace("analyze", "--format", "json", "-q", str(path))]}
             if hta:
                 hta_dir = workdir / "hta" / path.stem
                 hta_dir.mkdir(parents=True, exist_ok=True)
@@ -359,7 +362,7 @@ def bench_tiles(sizes: list[int], sources: list[Path], workdir: Path, hta_python
                         cmds = {k: v for k, v in cmds.items() if k != "hta"}
                         break
             result = medians({k: v for k, v in samples.items() if k in cmds})
-            tile.floor, tile.ours, tile.hta = result["floor"], result["ours"], result.get("hta")
+            tile.floor, tile.ours, tile.hta, tile.msgspec = result["floor"], result["ours"], result.get("hta"), result["msgspec"]
             print(f"  {name} {size:.1f} MiB, {events:,} events, {tile.repeat} runs: floor {tile.floor.seconds:.2f} s, ntrace {tile.ours.seconds:.2f} s"
                   f" ({tile.ours.seconds / tile.floor.seconds:.2f}x; cpu {tile.floor.cpu:.2f} / {tile.ours.cpu:.2f} s = {tile.ours.cpu / tile.floor.cpu:.2f}x), {tile.ours.rss_mib:.0f} MiB ({tile.ours.rss_mib / size:.2f}x)"
                   + (f", HTA {tile.hta.seconds:.2f} s ({tile.hta.seconds / tile.ours.seconds:.1f}x; cpu {tile.hta.cpu / tile.ours.cpu:.1f}x)" if tile.hta else f", HTA {tile.hta_note}"),
@@ -372,11 +375,11 @@ def bench_tiles(sizes: list[int], sources: list[Path], workdir: Path, hta_python
 
 def report_tiles(tiles: list[Tile]) -> None:
     """The tile table (Markdown): times, ratios, peak RSS / JSON size and the time growth per doubling of size against the same source's previous tile."""
-    print("\n| trace | JSON MiB | events | runs | floor s | ntrace s | ÷ floor | CPU ÷ floor's | HTA s | ntrace faster than HTA (CPU) | peak RSS MiB | RSS ÷ JSON | time growth per doubling |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| trace | JSON MiB | events | runs | floor s | ntrace s | ÷ floor | CPU ÷ floor's | msgspec decoder ÷ floor | HTA s | ntrace faster than HTA (CPU) | peak RSS MiB | RSS ÷ JSON | time growth per doubling |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     previous: dict[str, tuple[float, float]] = {}
     for t in sorted(tiles, key=lambda t: (t.source.startswith("synthetic"), t.source, t.size_mib)):
-        assert t.floor and t.ours
+        assert t.floor and t.ours and t.msgspec
         size = t.size_mib
         growth = "-"
         if t.source in previous:
@@ -388,7 +391,7 @@ def report_tiles(tiles: list[Tile]) -> None:
         hta = f"{t.hta.seconds:.2f}" if t.hta else t.hta_note
         faster = f"{t.hta.seconds / t.ours.seconds:.1f}× ({t.hta.cpu / t.ours.cpu:.1f}×)" if t.hta else "-"
         print(f"| {t.source} | {size:.1f} | {t.events:,} | {t.repeat} | {t.floor.seconds:.2f} | {t.ours.seconds:.2f} |"
-              f" {t.ours.seconds / t.floor.seconds:.2f}× | {t.ours.cpu / t.floor.cpu:.2f}× | {hta} | {faster} | {t.ours.rss_mib:.0f} | {t.ours.rss_mib / size:.2f}× | {growth} |")
+              f" {t.ours.seconds / t.floor.seconds:.2f}× | {t.ours.cpu / t.floor.cpu:.2f}× | {t.msgspec.seconds / t.floor.seconds:.2f}× | {hta} | {faster} | {t.ours.rss_mib:.0f} | {t.ours.rss_mib / size:.2f}× | {growth} |")
 
 
 def bench_startup(repeat: int) -> None:

@@ -1,4 +1,4 @@
-"""The ways into a Summary — the fast (windowed typed msgspec) path, the plain orjson path, the Parquet cache with its stored summary and recomputed from its events — give the same JSON."""
+"""The ways into a Summary — the native parser, the fast windowed typed msgspec path, the plain orjson path, the Parquet cache with its stored summary and recomputed from its events — give the same JSON."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import ntrace.io.kineto._columnar as columnar
 import ntrace.io.kineto._fast as fast_path
 from ntrace import analyze
 from ntrace.io.kineto import read_kineto
@@ -41,45 +42,66 @@ def _rendered(path: Path, **kw: object) -> dict:
     return json.loads(json_renderer.analysis(analyze(path, **kw)))
 
 
-def _three_ways(trace: Path, tmp_path: Path) -> tuple[dict, dict, dict]:
-    """fast, plain and Parquet JSON; the Parquet both from its stored analysis and recomputed, which must agree."""
+def _four_ways(trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict, dict, dict, dict]:
+    """native, msgspec (NTRACE_NATIVE=0), plain and Parquet JSON; the Parquet both from its stored analysis and recomputed, which must agree."""
     converted = convert(trace, tmp_path / "pq")
     assert converted["error"].is_null().all()
     parquet = Path(converted["parquet"][0])
     stored = _rendered(parquet)
     assert stored == _rendered(parquet, recompute=True)
-    return _rendered(trace), _rendered(trace, fast=False), stored
+    with monkeypatch.context() as m:
+        m.setenv("NTRACE_NATIVE", "0")
+        windowed = _rendered(trace)
+    return _rendered(trace), windowed, _rendered(trace, fast=False), stored
+
+
+def _route(path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which decoder read `path`: "native" (_columnar), "msgspec" (the windowed typed decoder) or "fallback" (the plain one)."""
+    native: list[bool] = []
+    fast: list[bool] = []
+
+    def spy(module, calls):  # type: ignore[no-untyped-def]
+        real = module.columns
+
+        def columns(*args):  # type: ignore[no-untyped-def]
+            cols = real(*args)
+            calls.append(cols is not None)
+            return cols
+
+        return columns
+
+    with monkeypatch.context() as m:
+        m.setattr(columnar, "columns", spy(columnar, native))
+        m.setattr(fast_path, "columns", spy(fast_path, fast))
+        read_kineto(path)
+    if fast != [True]:
+        return "fallback"
+    return "native" if native == [True] else "msgspec"
 
 
 def _uses_batches(path: Path, monkeypatch: pytest.MonkeyPatch) -> bool:
-    """Whether decoding `path` went through the windowed typed decoder (not a fallback)."""
-    taken: list[bool] = []
-    real = fast_path.columns
-
-    def spy(*args):  # type: ignore[no-untyped-def]
-        cols = real(*args)
-        taken.append(cols is not None)
-        return cols
-
-    monkeypatch.setattr(fast_path, "columns", spy)
-    read_kineto(path)
-    return taken == [True]
+    """Whether decoding `path` went through the windowed typed decoder (native parser off), not a fallback."""
+    with monkeypatch.context() as m:
+        m.setenv("NTRACE_NATIVE", "0")
+        return _route(path, m) == "msgspec"
 
 
-def test_real_traces_same_json_three_ways(shared_trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fast, plain, parquet = _three_ways(shared_trace, tmp_path)
-    assert fast == plain == parquet
+def test_real_traces_same_json_four_ways(shared_trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    native, fast, plain, parquet = _four_ways(shared_trace, tmp_path, monkeypatch)
+    assert native == fast == plain == parquet
     assert fast["profiles"][0]["events"] > 0
+    assert _route(shared_trace, monkeypatch) == "native", "the native parser refused: the comparison would not test it"
     assert _uses_batches(shared_trace, monkeypatch), "the fast path fell back: the comparison would not test it"
 
 
-def test_synthetic_trace_same_json_three_ways(synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fast, plain, parquet = _three_ways(synthetic, tmp_path)
-    assert fast == plain == parquet
+def test_synthetic_trace_same_json_four_ways(synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    native, fast, plain, parquet = _four_ways(synthetic, tmp_path, monkeypatch)
+    assert native == fast == plain == parquet
     profile = fast["profiles"][0]
     assert profile["trace"] == str(synthetic)  # the Parquet file names its source trace
     assert {lane["lane"] for lane in profile["lanes"] if lane["events"]} >= {"framework", "runtime_api", "hardware", "device"}
     assert profile["gaps"]["launch_latency"]["count"] > 0 and profile["steps"]
+    assert _route(synthetic, monkeypatch) == "native"
     assert _uses_batches(synthetic, monkeypatch)
 
 
@@ -102,6 +124,7 @@ def test_any_layout_takes_the_fast_path(tmp_path: Path, layout: str, monkeypatch
     }[layout]
     path = tmp_path / "t.json"
     path.write_text(text)
+    assert _route(path, monkeypatch) == "native"
     assert _uses_batches(path, monkeypatch)
     assert read_kineto(path).events.equals(read_kineto(path, fast=False).events)
     assert read_kineto(path).events["input_dims"].to_list() == ["[[1,2],[]]", None]

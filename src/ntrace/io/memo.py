@@ -24,6 +24,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import metadata
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Literal
 
@@ -269,12 +270,13 @@ def _is_copy(path: Path) -> bool:
 
 @lru_cache(maxsize=1)
 def _code_dir() -> str:
-    """The directory of this code's entries: named by a digest of every ntrace source file and the versions of the libraries that decode and compute."""
+    """The directory of this code's entries: named by a digest of every ntrace source file (Python, C and the built native modules) and the versions of the libraries that decode and compute."""
     package = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     for library in _LIBRARIES:
         with contextlib.suppress(metadata.PackageNotFoundError):
             digest.update(f"{library}=={metadata.version(library)}\0".encode())
-    for source in sorted(package.rglob("*.py")):
+    kinds = (".py", ".c", *EXTENSION_SUFFIXES)
+    for source in sorted(p for p in package.rglob("*") if p.name.endswith(kinds) and p.is_file()):
         digest.update(source.relative_to(package).as_posix().encode() + b"\0" + source.read_bytes() + b"\0")
     return f"summaries-{digest.hexdigest()[:24]}"

@@ -1,4 +1,4 @@
-"""The forked decoding helper (ntrace.io.kineto._fork): the same events as decoding alone, whatever the helper does, and no fork once Polars' threads run.
+"""The forked decoding helper (ntrace.io.kineto._fork) of the msgspec path: the same events as decoding alone, whatever the helper does, and no fork once Polars' threads run.
 
 Each case runs in a fresh interpreter: this test process has long started Polars' thread pool,
 so it may not fork (and the helper would rightly refuse).
@@ -92,10 +92,15 @@ print(json.dumps({
 """
 
 
+def _env() -> dict[str, str]:
+    """This process's environment for a case: the helper allowed, and the native parser off (the helper decodes for the msgspec path only)."""
+    return {**{k: v for k, v in os.environ.items() if k != "NTRACE_FORK"}, "NTRACE_NATIVE": "0"}
+
+
 def _decode_both(path: Path, **spec: Any) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-c", _DRIVER, json.dumps({"path": str(path), **spec})],
-        capture_output=True, text=True, timeout=120, env={k: v for k, v in os.environ.items() if k != "NTRACE_FORK"},
+        capture_output=True, text=True, timeout=120, env=_env(),
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -153,7 +158,7 @@ def test_no_fork_once_polars_threads_run_or_when_turned_off_or_in_a_jobs_worker(
         "forked.in_worker()\n"
         "print(json.dumps([fresh, off, started, forked._can_fork()]))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env={k: v for k, v in os.environ.items() if k != "NTRACE_FORK"})
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=_env())
     assert json.loads(done.stdout) == [True, False, False, False], done.stderr
 
 
@@ -171,7 +176,7 @@ def test_cli_analyze_forks_a_helper_and_prints_the_same(tmp_path: Path) -> None:
     )
 
     def cli(fork: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "NTRACE_FORK": fork}
+        env = {**_env(), "NTRACE_FORK": fork}
         return subprocess.run([sys.executable, "-c", code, str(trace)], capture_output=True, text=True, timeout=120, env=env)
 
     helped, alone = cli("1"), cli("0")

@@ -3,9 +3,11 @@
 The way of a file through this package:
 
 1. `ntrace.io.files` maps (or reads, or gunzips) the file within the memory available;
-2. the fast path (_fast) finds the `traceEvents` array, cuts it into windows at element
-   boundaries (_windows) and decodes them with a typed msgspec decoder straight into columns,
-   a forked helper process taking the second half of a large array (_fork);
+2. the fast path (_fast) finds the `traceEvents` array (_windows) and parses it with the C
+   module _native straight into Arrow columns, two halves of a large array on two threads
+   (_columnar); where _native refuses the text (anything but the common, well-formed case) or
+   was not built, the array is cut into windows at element boundaries (_windows) and decoded
+   with a typed msgspec decoder, a forked helper process taking the second half (_fork);
 3. where the fast path cannot read the file (no array to cut, a value of an odd type), the
    plain decoder (_plain) reads it into Python objects, coercing value by value;
 4. JSON no decoder accepts is repaired where it can be (_salvage: a file cut off mid-write, bytes

@@ -1,4 +1,4 @@
-"""The fast decode path: the `traceEvents` array decoded a window at a time by a typed msgspec decoder, each window straight into Polars columns.
+"""The fast decode path: the `traceEvents` array parsed natively (_columnar) where it can be, else decoded a window at a time by a typed msgspec decoder, each window straight into Polars columns.
 
 The windows are cut at element boundaries (_windows); a large array's second half is decoded by
 a forked helper meanwhile (_fork). Each window is decoded with `_Event`, a struct of only the
@@ -27,8 +27,8 @@ import msgspec
 import orjson
 import polars as pl
 
-from ntrace.io.kineto import _fork
-from ntrace.io.kineto._frame import MEMORY_KEYS, ids_text, json_safe, shapes_text, text_ints, text_ns
+from ntrace.io.kineto import _columnar, _fork
+from ntrace.io.kineto._frame import MEMORY_KEYS, ids_text, json_safe, key_ints, shapes_text, text_ns
 from ntrace.io.kineto._windows import Outline, Uncut, outline, windows
 from ntrace.io.progress import report
 
@@ -103,7 +103,12 @@ def columns(text: Any, stage: str = "decoding") -> tuple[Columns, dict[str, Any]
     Raises _windows.Uncut when the events array cannot be found or cut into windows.
     """
     found = outline(text, _OUTLINE)
-    cols = _window_columns(text, found, stage)
+    _release(text)  # the pages the outline read
+    cols = _columnar.columns(text, found)
+    if cols is None:
+        cols = _window_columns(text, found, stage)
+    else:
+        report(stage, found.end - found.start, found.end - found.start, "bytes")
     return None if cols is None else (cols, meta(found.doc))
 
 
@@ -142,7 +147,6 @@ def _window_columns(text: Any, found: Outline, stage: str) -> Columns | None:
     A large array's second half is decoded by a forked helper meanwhile (_fork). A memory map
     has the pages of each window released once it is decoded. Progress is reported per window.
     """
-    _release(text)  # the pages the outline read
     mine, helper = _fork.split(text, found, lambda part: _part_columns(text, part))
     if helper is None:
         return _part_columns(text, found, stage)
@@ -276,8 +280,5 @@ def _ids(name: str, values: list[Any], as_text: bool = False) -> pl.Series:
 
 
 def _int_keys(name: str, values: list[Any]) -> pl.Series:
-    """A linking key as Int64: integers kept, numeric text parsed (text_ints), anything else null."""
-    try:
-        return pl.Series(name, values, dtype=pl.Int64)
-    except (TypeError, OverflowError):
-        return text_ints(pl.Series(name, values, dtype=pl.String, strict=False))
+    """A linking key as Int64 (key_ints)."""
+    return key_ints(values).alias(name)

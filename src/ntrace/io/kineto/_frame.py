@@ -77,6 +77,21 @@ def _decoded(text: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def key_ints(values: list[Any]) -> pl.Series:
+    """Linking keys as Int64, each by its own type: integers int64 holds kept exactly, text parsed (text_ints), floats truncated, anything else null.
+
+    Each value is read alone, so an integer beside a text in one batch is not read through a float.
+    """
+    try:
+        return pl.Series(values, dtype=pl.Int64)
+    except (TypeError, OverflowError):
+        pass
+    ints = pl.Series([v if type(v) is int and -(2**63) <= v < 2**63 else None for v in values], dtype=pl.Int64)
+    texts = text_ints(pl.Series([v if isinstance(v, str) else None for v in values], dtype=pl.String))
+    floats = pl.Series([v if isinstance(v, float) else None for v in values], dtype=pl.Float64).cast(pl.Int64, strict=False)
+    return ints.fill_null(texts).fill_null(floats)
+
+
 def text_ints(s: pl.Series) -> pl.Series:
     """Linking keys given as text, as Int64: numeric text parsed (spaces around ignored), anything else null."""
     return s.str.strip_chars().cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
@@ -166,11 +181,6 @@ def _clean_complete(frame: pl.DataFrame, path: Path, warnings: list[str]) -> pl.
     return frame
 
 
-def _ints(values: list[Any]) -> pl.Series:
-    """A linking key as Int64: integers kept, numeric text parsed, anything else null."""
-    s = pl.Series(values, strict=False)
-    if s.dtype == pl.Int64:
-        return s
-    if s.dtype == pl.String:
-        return text_ints(s)
-    return s.cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
+def _ints(values: list[Any] | pl.Series) -> pl.Series:
+    """A linking key as Int64 (key_ints), or the column as the fast path built it."""
+    return values if isinstance(values, pl.Series) and values.dtype == pl.Int64 else key_ints(list(values))

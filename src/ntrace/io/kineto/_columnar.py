@@ -1,0 +1,110 @@
+"""The native decode path: the `traceEvents` array parsed by the C module _native straight into Arrow columns, a large array's two halves on two threads.
+
+_native reads the common, well-formed case and refuses the rest (a value of a type the typed
+decoder rejects, a key with escapes or given twice, a time with an exponent, deep nesting, any
+JSON error): `columns` then returns None and the msgspec path (_fast) decodes the file, giving
+the reference answer. Where _native answers, its columns equal the msgspec path's, value for
+value (tests/io/kineto/test_native.py). `NTRACE_NATIVE=0` turns the path off; a build without
+a C compiler has no _native and always takes the msgspec path.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+from typing import Any
+
+import polars as pl
+
+from ntrace.io.kineto._frame import MEMORY_KEYS, text_ints
+from ntrace.io.kineto._windows import Buffer, Outline, next_cut
+
+try:
+    from ntrace.io.kineto import _native
+except ImportError:  # built without a C compiler: the msgspec path decodes everything
+    _native = None  # type: ignore[assignment]
+
+#: The columns _native.decode returns, in its order (the events frame's names; times with what was dropped).
+NAMES = (
+    "ph", "cat", "name", "flow_bp", "pid", "tid", "ts", "ts_dropped", "dur", "dur_dropped", "flow_id",
+    "external_id", "correlation", "stream", "device", "sequence", "bytes", *MEMORY_KEYS, "input_dims", "model",
+)  # fmt: skip
+#: The linking keys, in the order of _native.decode's key texts.
+KEYS = ("flow_id", "external_id", "correlation", "stream", "device", "sequence", "bytes", *MEMORY_KEYS)
+#: Smallest events array (bytes) parsed as two halves on two threads.
+SPLIT_MIN = 8 << 20
+
+Columns = dict[str, pl.Series]
+
+
+def available() -> bool:
+    """Whether the native path is built and not turned off (NTRACE_NATIVE=0)."""
+    return _native is not None and os.environ.get("NTRACE_NATIVE") != "0"
+
+
+def columns(text: Buffer, found: Outline) -> Columns | None:
+    """The columns of the events in `found`'s array, or None where the native path does not read them (or is not available).
+
+    A memory map has its pages given back as they are parsed.
+    """
+    if not available():
+        return None
+    release = isinstance(text, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED")
+    parts = _parts(text, found, release)
+    if parts is None:
+        return None
+    named = [_named(*part) for part in parts]
+    if len(named) == 1:
+        return named[0]
+    return {name: pl.concat([part[name] for part in named], rechunk=False) for name in NAMES}
+
+
+def _named(cols: tuple[Any, ...], key_texts: tuple[Any, ...]) -> Columns:
+    """One part's columns by name, each linking key given as text in some events parsed as _frame.key_ints does (text_ints)."""
+    named = {name: pl.Series(name, col) for name, col in zip(NAMES, cols)}
+    for name, texts in zip(KEYS, key_texts):
+        if texts is not None:
+            named[name] = named[name].fill_null(text_ints(pl.Series(name, texts)))
+    return named
+
+
+def _parts(text: Buffer, found: Outline, release: bool) -> list[Any] | None:
+    """The raw columns of the array, as one part or two (split at an element boundary near the middle, parsed at once on two threads); None when _native refuses."""
+    start, end = found.start, found.end
+    cut = next_cut(text, start + (end - start) // 2, end) if end - start >= SPLIT_MIN and _two_cores() else None
+    if cut is None:
+        whole = _native.decode(text, start, end, -1, release)
+        return None if whole is None else [whole[:2]]
+    second = cut.end() - 1  # the `{` after the cut
+    got: dict[str, Any] = {}
+
+    def rest() -> None:
+        try:
+            got["rest"] = _native.decode(text, second, end, -1, release)
+        except MemoryError as exc:
+            got["error"] = exc
+
+    helper = threading.Thread(target=rest, name="ntrace-decode", daemon=True)
+    helper.start()
+    try:
+        first = _native.decode(text, start, end, second, release)
+    finally:
+        helper.join()
+    if first is None:
+        return None
+    reached = first[2]
+    if reached == second:  # the cut is an element boundary: the helper parsed exactly the rest
+        if "error" in got:
+            raise got["error"]
+        return None if got["rest"] is None else [first[:2], got["rest"][:2]]
+    # the cut lay inside an element, so the helper's start was none: the rest is parsed from where this part ended
+    tail = _native.decode(text, reached, end, -1, release)
+    return None if tail is None else [first[:2], tail[:2]]
+
+
+def _two_cores() -> bool:
+    """Whether this process may use a second core: two or more are ours, and it is no --jobs worker (they already share out the cores)."""
+    if os.environ.get("NTRACE_FORK") == "0" or not hasattr(os, "sched_getaffinity"):
+        return False
+    return len(os.sched_getaffinity(0)) >= 2
