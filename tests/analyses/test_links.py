@@ -52,3 +52,30 @@ def test_flow_binds_the_first_slice_at_its_point_and_never_a_later_one() -> None
     )
     links = launch_links(events, events.filter(pl.col("ph") == "X"))
     assert links.rows() == [(0, 2, "flow"), (6, 7, "correlation")]
+
+
+def test_flows_are_not_read_once_correlation_links_every_activity_and_are_when_one_is_left(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Every kernel linked by correlation: the flows (which could only link the unlinked) are not even selected, and the links
+    are the correlation ones. One kernel left without a correlation: its flow links it, as before."""
+    import ntrace.analyses.links as links_module
+
+    rows = [
+        (0, "X", "cuda_runtime", "B", "1", 10, 3, None, "runtime_api", "host"),
+        (1, "X", "kernel", "B", "s", 20, 3, None, "hardware", "device"),
+        (2, "s", "ac2g", "B", "1", 10, None, 5, "other", "host"),
+        (3, "f", "ac2g", "B", "s", 20, None, 5, "other", "host"),
+        (4, "X", "cuda_runtime", "B", "1", 30, 4, None, "runtime_api", "host"),
+        (5, "X", "kernel", "B", "s", 40, 4, None, "hardware", "device"),
+    ]
+    events = pl.DataFrame(rows, schema=_SCHEMA, orient="row")
+    real = links_module.lower_is
+    read: list[str] = []
+    monkeypatch.setattr(links_module, "lower_is", lambda column, text: read.append(text) or real(column, text))
+    assert launch_links(events, events.filter(pl.col("ph") == "X")).rows() == [(0, 1, "correlation"), (4, 5, "correlation")]
+    assert "ac2g" not in read
+    unlinked = events.with_columns(correlation=pl.when(pl.col("idx") == 5).then(None).otherwise(pl.col("correlation")))
+    flow = pl.DataFrame([(6, "s", "ac2g", "B", "1", 30, None, 7, "other", "host"), (7, "f", "ac2g", "B", "s", 40, None, 7, "other", "host")],
+                        schema=_SCHEMA, orient="row")
+    both = pl.concat([unlinked, flow])
+    assert launch_links(both, both.filter(pl.col("ph") == "X")).rows() == [(0, 1, "correlation"), (4, 5, "flow")]
+    assert "ac2g" in read

@@ -44,6 +44,8 @@ def _flow_links(events: pl.DataFrame, calls: pl.LazyFrame, activities: pl.LazyFr
     each, in file order, when it binds to several; an activity bound by two flow ids goes to the
     one that appears first).
     """
+    if activities.select(pl.len()).collect(engine="in-memory").item() == linked.len():
+        return pl.DataFrame(schema=_LINK_SCHEMA)  # every activity is linked by correlation (each once): no flow can add a link
     flows = (
         events.lazy()
         .filter(pl.col("flow_id").is_not_null() & pl.col("ph").is_in(["s", "f"]) & lower_is("cat", "ac2g"))
