@@ -134,13 +134,17 @@ def innermost_open(ops: pl.DataFrame, at: pl.DataFrame) -> pl.Series:
         return nulls(at.height)
     ends = ops["end"]
     previous = previous_reaching(ends, ends, ops["first"])
-    threads = [pl.col("pid").fill_null("?"), pl.col("tid").fill_null("?")]
-    rows = ops.select(*threads, "ts", pos=pl.int_range(ops.height, dtype=pl.Int64))
-    last_start = rows.group_by("pid", "tid", "ts").agg(pl.col("pos").max())  # ties at one start: the last in walking order
+    # one integer per thread, coded over both frames at once so the codes match
+    pairs = pl.concat([ops.select("pid", "tid"), at.select("pid", "tid")])
+    codes = pairs.select(thread_key(pl.col("pid").fill_null("?"), pl.col("tid").fill_null("?")))["thread"]
+    rows = pl.DataFrame({"thread": codes.head(ops.height), "ts": ops["ts"], "pos": pl.int_range(ops.height, dtype=pl.Int64, eager=True)})
+    # ops come by thread, then start: each (thread, start)'s last row in walking order ends its run
+    run_ends = (pl.col("thread") != pl.col("thread").shift(-1)) | (pl.col("ts") != pl.col("ts").shift(-1))
+    last_start = rows.filter(run_ends.fill_null(True))
     found = (
-        at.select(*threads, "t").with_row_index("_q")
-        .sort("pid", "tid", "t")
-        .join_asof(last_start.sort("pid", "tid", "ts"), left_on="t", right_on="ts", by=["pid", "tid"], strategy="backward", check_sortedness=False)
+        pl.DataFrame({"thread": codes.tail(at.height), "t": at["t"]}).with_row_index("_q")
+        .sort("thread", "t")
+        .join_asof(last_start.sort("thread", "ts"), left_on="t", right_on="ts", by="thread", strategy="backward", check_sortedness=False)
         .sort("_q")
     )
     cand, t = found["pos"].clone(), found["t"]
