@@ -7,8 +7,10 @@ Seeds default to the real public traces in tests/data/kineto (each cut to its fi
 so one run is fast) and the synthetic fixtures' trace.json files. Each input is a seed mutated
 at the byte level (flips, inserted/deleted/duplicated ranges, truncation, gzip wrapping and
 truncated gzip) or at the event level (a field set to a value of another JSON type, a huge or
-non-finite number, events shuffled or duplicated). It is analyzed, rendered in every format,
-and every 10th input also runs through the CLI, where any traceback is a crash.
+non-finite number, events shuffled or duplicated). It is read by the native parser and by the
+msgspec decoder (NTRACE_NATIVE=0), which must give the same events, warnings and metadata (or
+the same error); then analyzed, rendered in every format, and every 10th input also runs
+through the CLI, where any traceback is a crash.
 A crash's minimal input (after hypothesis shrinks it) is written to OUT/crash_<n>.bin.
 The other targets (scripts/fuzz_targets.py) draw NEFF headers and tar members, file and
 directory names, Explorer and ntrace Parquet files and device-profile tables, and run each
@@ -41,6 +43,7 @@ from hypothesis import strategies as st
 from ntrace import analyze
 from ntrace.cli import main
 from ntrace.errors import NtraceError
+from ntrace.io.kineto import read_kineto
 from ntrace.render import csv, json as json_render, markdown, text
 
 REPO = Path(__file__).resolve().parents[1]
@@ -155,11 +158,35 @@ class Stats:
     crashes: list[tuple[bytes, str]] = field(default_factory=list)
 
 
+def decoders_disagree(path: Path) -> str | None:
+    """Where the native parser and the msgspec decoder (NTRACE_NATIVE=0) read `path` differently (events, warnings, metadata or error), or None."""
+    outcomes: list[Any] = []
+    before = os.environ.get("NTRACE_NATIVE")
+    try:
+        for native in ("1", "0"):
+            os.environ["NTRACE_NATIVE"] = native
+            try:
+                trace = read_kineto(path)
+                outcomes.append((trace.events, trace.warnings, trace.meta))
+            except NtraceError as exc:
+                outcomes.append(str(exc))
+    finally:
+        os.environ.pop("NTRACE_NATIVE", None) if before is None else os.environ.__setitem__("NTRACE_NATIVE", before)
+    native, windowed = outcomes
+    if isinstance(native, str) or isinstance(windowed, str):
+        return None if native == windowed else f"decoders disagree: native {native!r:.300}, msgspec {windowed!r:.300}"
+    if native[0].equals(windowed[0]) and native[1:] == windowed[1:]:
+        return None
+    return f"decoders disagree: native {native[0]!r:.1500} {native[1]!r:.300}, msgspec {windowed[0]!r:.1500} {windowed[1]!r:.300}"
+
+
 def run_one(data: bytes, directory: Path, cli: bool) -> str | None:
-    """Analyze `data` as a trace file and render it in every format; the traceback of a crash, or None."""
+    """Analyze `data` as a trace file and render it in every format; the traceback of a crash (or of the two decoders disagreeing), or None."""
     path = directory / "trace.json"
     path.write_bytes(data)
     try:
+        if disagreement := decoders_disagree(path):
+            return disagreement
         result = analyze(path)
         for renderer in (json_render, text, csv, markdown):
             renderer.analysis(result)

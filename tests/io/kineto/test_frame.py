@@ -6,6 +6,8 @@ from pathlib import Path
 
 import orjson
 import polars as pl
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from ntrace.io.kineto import read_kineto
 
@@ -42,3 +44,16 @@ def test_shapes_not_utf8_are_repaired_as_the_plain_path_does(tmp_path: Path) -> 
     fast, plain = read_kineto(path), read_kineto(path, fast=False)  # the fast path raised a Polars ComputeError here
     assert fast.events.equals(plain.events) and fast.warnings == plain.warnings
     assert fast.events["input_dims"].to_list() == ['["\ufffd",[2]]'] and "not UTF-8" in fast.warnings[0]
+
+
+_WIDE = st.one_of(st.integers(-(2**70), 2**70), st.integers(2**53, 2**63 - 1), st.integers(-(2**63), -(2**53)), st.sampled_from([2**63, -(2**63) - 1]))
+
+
+@settings(max_examples=300, deadline=None)
+@example([(2**53 + 1, "", ""), (-(2**63) - 1, " ", ""), (2**63 - 1, "", "+")])
+@given(st.lists(st.tuples(_WIDE, st.sampled_from(["", " ", "  "]), st.sampled_from(["", "+"])), max_size=20))
+def test_integer_text_keys_are_read_digit_for_digit(keys: list[tuple[int, str, str]]) -> None:
+    """An id written as text ("9007199254740993") is read exactly, not through a float; past int64 it is null (plain Python ints as the oracle)."""
+    texts = [f"{pad}{sign if value >= 0 else ''}{value}{pad}" for value, pad, sign in keys]
+    expected = [value if -(2**63) <= value < 2**63 else None for value, _, _ in keys]
+    assert text_ints(pl.Series(texts, dtype=pl.String)).to_list() == expected

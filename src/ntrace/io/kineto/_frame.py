@@ -93,8 +93,11 @@ def key_ints(values: list[Any]) -> pl.Series:
 
 
 def text_ints(s: pl.Series) -> pl.Series:
-    """Linking keys given as text, as Int64: numeric text parsed (spaces around ignored), anything else null."""
-    return s.str.strip_chars().cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
+    """Linking keys given as text, as Int64: integer digits read exactly (null past int64), other numeric text through a float (truncated), spaces around ignored, anything else null."""
+    text = pl.col("t").str.strip_chars()
+    exact = text.str.contains(r"^[+-]?[0-9]+$").fill_null(False)
+    number = pl.when(exact).then(text.cast(pl.Int64, strict=False)).otherwise(text.cast(pl.Float64, strict=False).cast(pl.Int64, strict=False))
+    return pl.DataFrame({"t": s}).select(number.alias(s.name)).to_series()
 
 
 def ids_text(values: Iterable[Any]) -> pl.Series:
