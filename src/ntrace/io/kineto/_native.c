@@ -10,9 +10,10 @@
 
    Times are read from their digits into int64 ns (three decimals, the rest rounded half to even,
    as the Decimal(38, 3) cast of _frame.text_ns does); a time whose ns do not fit int64 is null
-   and flagged as dropped. The columns go to Polars through the Arrow C data interface
-   (`__arrow_c_array__`), which hands over the buffers without copying the numbers. Parsing runs
-   without the GIL, so two threads can decode two parts of one array at once. */
+   and flagged as dropped. Text is built as Arrow string views (Polars' own layout), and the
+   columns go to Polars through the Arrow C data interface (`__arrow_c_array__`), which hands
+   over the buffers without copying them. Parsing runs without the GIL, so two threads can
+   decode two parts of one array at once. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -55,13 +56,17 @@ struct ArrowArray {
 
 enum Kind { K_I64, K_STR, K_BOOL };
 
+/* Bytes one data buffer of a text column holds at most: a string view addresses it with an int32 offset. */
+#define VIEW_BUFFER_MAX ((int64_t)1 << 30)
+
 typedef struct {
     int kind;
     int64_t n, cap, nulls;
     uint8_t *valid; /* one bit per row, 1 = present */
-    void *data;     /* K_I64: int64 values; K_STR: int64 offsets (n + 1); K_BOOL: bits */
-    char *chars;    /* K_STR: the UTF-8 bytes */
-    int64_t nchars, capchars;
+    void *data;     /* K_I64: int64 values; K_STR: 16-byte string views (Arrow's Utf8View); K_BOOL: bits */
+    char **bufs;    /* K_STR: the data buffers holding the texts longer than 12 bytes (shorter ones sit in their view) */
+    int64_t *sizes; /* K_STR: bytes used in each buffer */
+    int64_t nbufs, last_cap; /* K_STR: buffers made; capacity of the last */
 } Col;
 
 static int col_init(Col *c, int kind) {
@@ -70,22 +75,18 @@ static int col_init(Col *c, int kind) {
     c->cap = 1024;
     c->valid = calloc((size_t)(c->cap / 8), 1);
     if (kind == K_I64) c->data = malloc((size_t)c->cap * 8);
-    else if (kind == K_STR) c->data = calloc((size_t)(c->cap + 1), 8);
+    else if (kind == K_STR) c->data = malloc((size_t)c->cap * 16);
     else c->data = calloc((size_t)(c->cap / 8), 1);
-    if (kind == K_STR) {
-        c->capchars = 4096;
-        c->chars = malloc((size_t)c->capchars);
-    }
-    return c->valid && c->data && (kind != K_STR || c->chars);
+    return c->valid && c->data;
 }
 
 static void col_free(Col *c) {
+    for (int64_t i = 0; i < c->nbufs; i++) free(c->bufs[i]);
+    free(c->bufs);
+    free(c->sizes);
     free(c->valid);
     free(c->data);
-    free(c->chars);
-    c->valid = NULL;
-    c->data = NULL;
-    c->chars = NULL;
+    memset(c, 0, sizeof *c);
 }
 
 /* Room for one more row: capacities double, bit buffers grow with them (zeroed). */
@@ -98,7 +99,7 @@ static int col_reserve(Col *c) {
     c->valid = valid;
     void *data;
     if (c->kind == K_I64) data = realloc(c->data, (size_t)cap * 8);
-    else if (c->kind == K_STR) data = realloc(c->data, (size_t)(cap + 1) * 8);
+    else if (c->kind == K_STR) data = realloc(c->data, (size_t)cap * 16);
     else {
         data = realloc(c->data, (size_t)(cap / 8));
         if (data) memset((uint8_t *)data + c->cap / 8, 0, (size_t)((cap - c->cap) / 8));
@@ -106,6 +107,33 @@ static int col_reserve(Col *c) {
     if (!data) return 0;
     c->data = data;
     c->cap = cap;
+    return 1;
+}
+
+/* Room for `len` more bytes in the last data buffer of a text column: it grows (doubling, up to VIEW_BUFFER_MAX), or a new one starts. */
+static int col_room(Col *c, int64_t len) {
+    int64_t last = c->nbufs - 1;
+    if (c->nbufs && c->sizes[last] + len <= c->last_cap) return 1;
+    if (c->nbufs && c->sizes[last] + len <= VIEW_BUFFER_MAX) {
+        int64_t cap = c->last_cap * 2;
+        if (cap < c->sizes[last] + len) cap = c->sizes[last] + len;
+        if (cap > VIEW_BUFFER_MAX) cap = VIEW_BUFFER_MAX;
+        char *buf = realloc(c->bufs[last], (size_t)cap);
+        if (!buf) return 0;
+        c->bufs[last] = buf;
+        c->last_cap = cap;
+        return 1;
+    }
+    char **bufs = realloc(c->bufs, (size_t)(c->nbufs + 1) * sizeof *bufs);
+    if (!bufs) return 0;
+    c->bufs = bufs;
+    int64_t *sizes = realloc(c->sizes, (size_t)(c->nbufs + 1) * sizeof *sizes);
+    if (!sizes) return 0;
+    c->sizes = sizes;
+    int64_t cap = len > (1 << 16) ? len : (1 << 16);
+    if (!(c->bufs[c->nbufs] = malloc((size_t)cap))) return 0;
+    c->sizes[c->nbufs++] = 0;
+    c->last_cap = cap;
     return 1;
 }
 
@@ -124,24 +152,29 @@ static inline void col_bool(Col *c, int v) {
     c->n++;
 }
 
+/* Append a text (or null) as a string view: up to 12 bytes inside the view, longer ones in a data buffer it points at. */
 static int col_str(Col *c, int present, const char *s, int64_t len) {
-    int64_t *off = (int64_t *)c->data;
+    uint8_t *view = (uint8_t *)c->data + c->n * 16;
+    memset(view, 0, 16);
     if (present) {
-        if (c->nchars + len > c->capchars) {
-            int64_t cap = c->capchars;
-            while (cap < c->nchars + len) cap *= 2;
-            char *chars = realloc(c->chars, (size_t)cap);
-            if (!chars) return 0;
-            c->chars = chars;
-            c->capchars = cap;
+        if (len > VIEW_BUFFER_MAX) return 0;
+        int32_t size = (int32_t)len;
+        memcpy(view, &size, 4);
+        if (len <= 12) {
+            memcpy(view + 4, s, (size_t)len);
+        } else {
+            if (!col_room(c, len)) return 0;
+            int32_t index = (int32_t)(c->nbufs - 1), offset = (int32_t)c->sizes[c->nbufs - 1];
+            memcpy(c->bufs[index] + offset, s, (size_t)len);
+            c->sizes[index] += len;
+            memcpy(view + 4, s, 4);
+            memcpy(view + 8, &index, 4);
+            memcpy(view + 12, &offset, 4);
         }
-        memcpy(c->chars + c->nchars, s, (size_t)len);
-        c->nchars += len;
         set_bit(c->valid, c->n);
     } else {
         c->nulls++;
     }
-    off[c->n + 1] = c->nchars;
     c->n++;
     return 1;
 }
@@ -846,16 +879,20 @@ typedef struct {
     int taken;
 } Column;
 
-static const char *format_of(int kind) { return kind == K_I64 ? "l" : kind == K_STR ? "U" : "b"; }
+static const char *format_of(int kind) { return kind == K_I64 ? "l" : kind == K_STR ? "vu" : "b"; }
 
+/* What an exported array owns: the column's buffers and the list of them handed to the importer. */
 typedef struct {
     Col col;
-    const void *buffers[3];
+    const void **buffers;
 } Owned;
+
+static const int64_t NO_SIZES[1] = {0};
 
 static void release_array(struct ArrowArray *a) {
     Owned *o = a->private_data;
     col_free(&o->col);
+    free(o->buffers);
     free(o);
     a->release = NULL;
 }
@@ -889,10 +926,14 @@ static PyObject *column_arrow(Column *self, PyObject *args, PyObject *kwargs) {
     struct ArrowSchema *s = calloc(1, sizeof *s);
     struct ArrowArray *a = calloc(1, sizeof *a);
     Owned *o = calloc(1, sizeof *o);
-    if (!s || !a || !o) {
-        free(s); free(a); free(o);
+    /* validity, values, then for text: each data buffer and the list of their sizes */
+    int64_t n_buffers = self->col.kind == K_STR ? 3 + self->col.nbufs : 2;
+    const void **buffers = o ? calloc((size_t)n_buffers, sizeof *buffers) : NULL;
+    if (!s || !a || !o || !buffers) {
+        free(s); free(a); free(o); free(buffers);
         return PyErr_NoMemory();
     }
+    o->buffers = buffers;
     o->col = self->col;
     self->taken = 1;
     memset(&self->col, 0, sizeof self->col);
@@ -901,13 +942,16 @@ static PyObject *column_arrow(Column *self, PyObject *args, PyObject *kwargs) {
     s->name = "";
     s->flags = ARROW_FLAG_NULLABLE;
     s->release = release_schema;
-    o->buffers[0] = c->nulls ? c->valid : NULL;
-    o->buffers[1] = c->data;
-    o->buffers[2] = c->kind == K_STR ? (c->chars ? c->chars : "") : NULL;
+    buffers[0] = c->nulls ? c->valid : NULL;
+    buffers[1] = c->data;
+    if (c->kind == K_STR) {
+        for (int64_t i = 0; i < c->nbufs; i++) buffers[2 + i] = c->bufs[i];
+        buffers[2 + c->nbufs] = c->nbufs ? c->sizes : NO_SIZES;
+    }
     a->length = c->n;
     a->null_count = c->nulls;
-    a->n_buffers = c->kind == K_STR ? 3 : 2;
-    a->buffers = o->buffers;
+    a->n_buffers = n_buffers;
+    a->buffers = buffers;
     a->release = release_array;
     a->private_data = o;
     PyObject *sc = PyCapsule_New(s, "arrow_schema", schema_capsule_free);
