@@ -630,11 +630,8 @@ static int read_id(Parser *ps, int *kind, int64_t *i, Str *s) {
 /* A key (ps->p at its quote) without escapes, then the colon; sets *k and *n. */
 static int read_key(Parser *ps, const char **k, int64_t *n) {
     const uint8_t *start = ++ps->p;
-    while (ps->p < ps->end && *ps->p != '"') {
-        if (*ps->p == '\\' || *ps->p < 0x20) return 0;
-        ps->p++;
-    }
-    if (ps->p >= ps->end) return 0;
+    while (ps->p < ps->end && (PLAIN[*ps->p] || *ps->p >= 0x80)) ps->p++;
+    if (ps->p >= ps->end || *ps->p != '"') return 0; /* an escape or a control character: refused */
     *k = (const char *)start;
     *n = ps->p - start;
     ps->p++;
@@ -806,8 +803,9 @@ static int put_id(Col *c, int kind, int64_t i, const Str *s) {
 static int emit(Parser *ps) {
     Event *ev = &ps->ev;
     Col *c = ps->cols;
-    for (int i = 0; i < N_COLS; i++)
-        if (!col_reserve(&c[i])) return 0;
+    if (c[0].n == c[0].cap) /* the columns grow in step: one is full when all are */
+        for (int i = 0; i < N_COLS; i++)
+            if (!col_reserve(&c[i])) return 0;
     int ok = col_str(&c[C_PH], 1, ev->ph.s, ev->ph.len)
         && col_str(&c[C_CAT], ev->cat.present, ev->cat.s, ev->cat.len)
         && col_str(&c[C_NAME], ev->name.present, ev->name.s, ev->name.len)
