@@ -725,49 +725,18 @@ static int parse_event(Parser *ps) {
         const char *k;
         int64_t n;
         if (!read_key(ps, &k, &n)) return 0;
-        int bit = -1, ok = 1;
-        if (n == 0) ok = skip_value(ps);
-        else switch (k[0]) {
-        case 'p':
-            if (KEY("ph")) { bit = 0; ok = ps->p < ps->end && *ps->p == '"' && read_string(ps, &ev->ph); }
-            else if (KEY("pid")) { bit = 1; ok = read_id(ps, &ev->pid_kind, &ev->pid_i, &ev->pid_s); }
-            else ok = skip_value(ps);
-            break;
-        case 't':
-            if (KEY("tid")) { bit = 2; ok = read_id(ps, &ev->tid_kind, &ev->tid_i, &ev->tid_s); }
-            else if (KEY("ts")) { bit = 3; ok = read_time(ps, &ev->ts); }
-            else ok = skip_value(ps);
-            break;
-        case 'd':
-            if (KEY("dur")) { bit = 4; ok = read_time(ps, &ev->dur); }
-            else ok = skip_value(ps);
-            break;
-        case 'c':
-            if (KEY("cat")) { bit = 5; ok = read_text(ps, &ev->cat); }
-            else ok = skip_value(ps);
-            break;
-        case 'n':
-            if (KEY("name")) { bit = 6; ok = read_text(ps, &ev->name); }
-            else ok = skip_value(ps);
-            break;
-        case 'i':
-            if (KEY("id")) { bit = 7; ok = read_key_value(ps, 0); }
-            else ok = skip_value(ps);
-            break;
-        case 'b':
-            if (KEY("bp")) { bit = 8; ok = read_text(ps, &ev->bp); }
-            else ok = skip_value(ps);
-            break;
-        case 'a':
-            if (KEY("args")) {
-                bit = 9;
-                if (ps->p < ps->end && *ps->p == '{') ok = parse_args(ps);
-                else ok = literal(ps, "null", 4);
-            } else ok = skip_value(ps);
-            break;
-        default:
-            ok = skip_value(ps);
-        }
+        int bit = -1, ok;
+        if (KEY("ph")) { bit = 0; ok = ps->p < ps->end && *ps->p == '"' && read_string(ps, &ev->ph); }
+        else if (KEY("name")) { bit = 6; ok = read_text(ps, &ev->name); }
+        else if (KEY("cat")) { bit = 5; ok = read_text(ps, &ev->cat); }
+        else if (KEY("pid")) { bit = 1; ok = read_id(ps, &ev->pid_kind, &ev->pid_i, &ev->pid_s); }
+        else if (KEY("tid")) { bit = 2; ok = read_id(ps, &ev->tid_kind, &ev->tid_i, &ev->tid_s); }
+        else if (KEY("ts")) { bit = 3; ok = read_time(ps, &ev->ts); }
+        else if (KEY("dur")) { bit = 4; ok = read_time(ps, &ev->dur); }
+        else if (KEY("args")) { bit = 9; ok = ps->p < ps->end && *ps->p == '{' ? parse_args(ps) : literal(ps, "null", 4); }
+        else if (KEY("id")) { bit = 7; ok = read_key_value(ps, 0); }
+        else if (KEY("bp")) { bit = 8; ok = read_text(ps, &ev->bp); }
+        else ok = skip_value(ps);
         if (!ok) return 0;
         if (bit >= 0) {
             if (seen & (1u << bit)) return 0; /* a repeated key: the typed decoder keeps the last, this path refuses */
