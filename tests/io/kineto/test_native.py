@@ -845,3 +845,30 @@ def test_columns_own_their_data(tmp_path: Path) -> None:
     for result in (overwritten, freed, unmapped):
         assert result is not None
         assert [pl.Series(c).to_list() for c in result[0]] == want
+
+
+def test_a_cut_inside_the_last_event_is_parsed_to_the_end_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the cut falls inside the array's last event, the first half parses to the end: its columns are the answer, with no third parse of nothing."""
+    import json
+    import re
+
+    names = ["a"] * 5 + ['x}, {"ph": "X", "name": "inner"' + " " * 400]
+    doc = ('{"traceEvents": [' + ", ".join(json.dumps({"ph": "X", "name": n, "ts": i, "dur": 1}) for i, n in enumerate(names)) + "]}").encode()
+    cut = doc.index(b'}, {\\"ph')
+    monkeypatch.setattr(_columnar, "SPLIT_MIN", 0)
+    monkeypatch.setattr(_columnar, "next_cut", lambda text, start, end: re.compile(rb"\}, \{").search(text, cut, end))
+    monkeypatch.delenv("NTRACE_FORK", raising=False)
+    calls: list[tuple[int, int]] = []
+
+    class Counting:
+        @staticmethod
+        def decode(*args: Any) -> Any:
+            calls.append((args[1], args[2]))
+            return _native.decode(*args)
+
+    monkeypatch.setattr(_columnar, "_native", Counting)
+    cols = _columnar.columns(doc, outline(doc, _fast._OUTLINE))
+    assert cols is not None
+    assert len(calls) == 2  # the helper's (wasted) part and the first half, which covered everything
+    assert all(column.n_chunks() == 1 for column in cols.values())
+    assert cols["name"].to_list() == names

@@ -99,6 +99,8 @@ def _parts(text: Buffer, found: Outline, release: bool) -> list[Any] | None:
             raise got["error"]
         return None if got["rest"] is None else [first[:2], got["rest"][:2]]
     # the cut lay inside an element, so the helper's start was none: the rest is parsed from where this part ended
+    if reached >= end:  # no element starts after the cut: the first part holds every event
+        return [first[:2]]
     tail = _native.decode(text, reached, end, -1, release)
     return None if tail is None else [first[:2], tail[:2]]
 
