@@ -162,7 +162,8 @@ def _summary_in(mode: str, path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple
         patch.setattr("ntrace.profile.TWO_THREADS_MAX", threads_max)
         patch.setattr("ntrace.profile.threading.Thread", Counted)
         result = load(path).summary(), load(path).rank_summary()
-    assert started == (["ntrace-analysis"] if mode == "two threads" else []), mode
+    analysis = [name for name in started if name != "ntrace-decode"]  # the native parser's second half of a large array (io/kineto/_columnar)
+    assert analysis == (["ntrace-analysis"] if mode == "two threads" else []), mode
     return result
 
 

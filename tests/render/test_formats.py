@@ -124,6 +124,7 @@ def test_loading_reports_bytes_read_and_events_decoded(tmp_path: Path, monkeypat
     trace = write_trace(tmp_path / "trace.json", [x(f"op{i}", "cpu_op", i, 1) for i in range(200)])
     monkeypatch.setattr(progress_mod, "_CHUNK", 1024)
     monkeypatch.setattr(windows_mod, "WINDOW", 4096)
+    monkeypatch.setenv("NTRACE_NATIVE", "0")  # the msgspec path reports each window it decodes
     seen: list[tuple] = []
     with reporting(lambda *a: seen.append(a)):
         load(trace)  # memory-mapped: decoded window by window
@@ -139,6 +140,13 @@ def test_loading_reports_bytes_read_and_events_decoded(tmp_path: Path, monkeypat
     steps = [b - a for a, b in zip(done, done[1:])]
     assert len(steps) > 2 and min(steps[:-1]) >= 4096 and steps[-1] > 0
     assert seen.count(("decoded trace.json", 200, None, "events")) == 2
+    # the native parser reports the events array once, whole, when it has parsed it
+    monkeypatch.delenv("NTRACE_NATIVE")
+    native: list[tuple] = []
+    with reporting(lambda *a: native.append(a)):
+        load(trace)
+    assert [s for s in native if s[0] == "decoding trace.json" and s[2] is not None] == [("decoding trace.json", array, array, "bytes")]
+    assert native.count(("decoded trace.json", 200, None, "events")) == 1
 
 
 def test_shell_completion_as_documented() -> None:
