@@ -10,6 +10,7 @@ a C compiler has no _native and always takes the msgspec path.
 
 from __future__ import annotations
 
+import importlib
 import mmap
 import os
 import threading
@@ -20,10 +21,10 @@ import polars as pl
 from ntrace.io.kineto._frame import MEMORY_KEYS, text_ints
 from ntrace.io.kineto._windows import Buffer, Outline, next_cut
 
-try:
-    from ntrace.io.kineto import _native
+try:  # imported by name: the import graph (grimp, tests/test_architecture.py) cannot see a C module and reads `from ntrace.io.kineto import _native` as an import of the package, a cycle that is not there
+    _native: Any = importlib.import_module("ntrace.io.kineto._native")
 except ImportError:  # built without a C compiler: the msgspec path decodes everything
-    _native = None  # type: ignore[assignment]
+    _native = None
 
 #: The columns _native.decode returns, in its order (the events frame's names; times with what was dropped).
 NAMES = (
