@@ -77,25 +77,28 @@ def small_runs(executions: pl.DataFrame, top: int = 3, max_gap: int = MAX_DISPAT
     Fused into one execution, the run would lose its inner idle gaps: that sum is the time reported.
     A gap longer than `max_gap` ns is not a dispatch gap (the host was busy elsewhere) and ends a run.
     """
+    same_track = pl.col("track") == pl.col("track").shift(-1)
+    new_run = ~pl.col("small").shift(1).fill_null(False) | (pl.col("track") != pl.col("track").shift(1)).fill_null(True)
     hw = (
-        executions.sort(["track", "ts", "end", "idx"])
-        .with_columns(gap_after=(pl.col("ts").shift(-1) - pl.col("end")).over("track"))
+        executions.lazy()
+        .sort(["track", "ts", "end", "idx"])
+        .with_columns(gap_after=pl.when(same_track).then(pl.col("ts").shift(-1) - pl.col("end")))
         .with_columns(small=((pl.col("gap_after") > pl.col("dur")) & (pl.col("gap_after") <= max_gap)).fill_null(False))
-        .with_columns(run=(~pl.col("small").shift(1).fill_null(False)).cum_sum().over("track"))
+        .with_columns(run=new_run.cum_sum())  # numbered across tracks: a run's number names it alone
+        .collect(engine="in-memory")
     )
     runs = (
-        hw.group_by("track", "run")
-        .agg(
-            execs=pl.len(),
-            time=pl.col("gap_after").filter(pl.col("small")).sum(),
-            busy=pl.col("dur").sum(),
-            first=pl.col("ts").min(),
-            events=_events(),
-        )
+        hw.lazy()
+        .group_by("track", "run")
+        .agg(execs=pl.len(), time=pl.col("gap_after").filter(pl.col("small")).sum(), busy=pl.col("dur").sum(), first=pl.col("ts").min())
         .filter(pl.col("execs") >= MIN_RUN)
-        .sort(["time", "first"], descending=[True, False])
+        .sort(["time", "first", "track"], descending=[True, False, False])
         .head(top)
+        .collect(engine="in-memory")
     )
+    # the events only of the runs reported, not of every run
+    listed = hw.join(runs.select("run"), on="run").group_by("run").agg(_events())
+    runs = runs.join(listed, on="run", how="left", maintain_order="left")
     return _finding(
         runs,
         "small_executions",
