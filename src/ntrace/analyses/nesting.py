@@ -34,8 +34,11 @@ HOST_EVENT = (pl.col("side") == "host") & (~lower_is("cat", "trace")).fill_null(
 
 def tree_order(events: pl.DataFrame) -> pl.DataFrame:
     """`events` (idx, pid, tid, ts, end, …) in torch's walking order: by thread, start, end descending, file order; with `thread` (an integer per thread) and `first` (the thread's first event)."""
+    if not events["idx"].is_sorted():  # instant on the idx-sorted frames the profile selects
+        events = events.sort("idx")
     thread = thread_key(pl.col("pid").fill_null("?"), pl.col("tid").fill_null("?"))
-    ordered = events.with_columns(thread).sort(["thread", "ts", "end", "idx"], descending=[False, False, True, False])
+    # in file order, a stable sort on the other keys breaks their ties by file order: three sort keys, not four
+    ordered = events.with_columns(thread).sort(["thread", "ts", "end"], descending=[False, False, True], maintain_order=True)
     return ordered.with_columns(first=pl.col("thread") != pl.col("thread").shift(1).fill_null(-1))
 
 

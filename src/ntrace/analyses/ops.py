@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ntrace.analyses.nesting import HOST_EVENT, climb, innermost_open, subtree_sums, tree, tree_order
+from ntrace.analyses.nesting import HOST_EVENT, climb, innermost_open, subtree_sums, tree
 from ntrace.exprs import lookup
 from ntrace.lanes import lower_is
 
@@ -125,7 +125,9 @@ def op_tree(host: pl.DataFrame) -> pl.DataFrame:
 
 def launching_ops(nest: pl.DataFrame, calls: pl.DataFrame) -> pl.Series:
     """For runtime calls (idx, pid, tid, ts): the idx of the innermost `cpu_op` of the tree `nest` open on the call's thread when it starts, or null."""
-    ops = tree_order(nest.filter(lower_is("cat", "cpu_op")).select("idx", "pid", "tid", "ts", "end"))
+    # the tree's rows are in walking order, and so are those of any subset of them: no sort again
+    first = pl.col("thread") != pl.col("thread").shift(1).fill_null(-1)
+    ops = nest.filter(lower_is("cat", "cpu_op")).select("idx", "pid", "tid", "ts", "end", first=first)
     return lookup(ops["idx"], innermost_open(ops, calls.select("pid", "tid", t="ts"))).alias("op_idx")
 
 
