@@ -169,7 +169,7 @@ class Profile:
     @cached_property
     def collectives(self) -> pl.DataFrame:
         """The collective device activities (NCCL/RCCL kernels, Neuron cc_running/cc_exec_barrier): idx, name, device, ts, end, sequence, by start."""
-        return collective_instances(self.select_complete("idx", "name", "pid", "ts", "end", "sequence", where=ACTIVITY & COLLECTIVE))
+        return collective_instances(self.select_complete("idx", "name", "pid", "ts", "end", "sequence", where=ACTIVITY))  # which picks the collectives, on these rows only
 
     @cached_property
     def communication(self) -> pl.DataFrame:
