@@ -94,6 +94,33 @@ def test_name_rules_split_mixed_categories(cat: str, name: str, lane: str, side:
     assert (out["lane"][0], out["side"][0]) == (lane, side)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["mtia_ccp_events", "MTIA_CCP_Events", "kernel", "cpu_op", None]),
+            st.sampled_from(["dma_request", "event_wait", "pe_exe", "xdma_", "", None]),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_name_rules_on_mixed_rows_equal_a_rule_walk_per_event(rows: list[tuple[str | None, str | None]]) -> None:
+    """Rows of ruled and other categories interleaved, in any case, with missing names: each gets what walking the rules in order gives it."""
+    cats, names = [c for c, _ in rows], [n for _, n in rows]
+    table = {row[0].lower(): (row[1], row[2]) for row in LANE_ROWS}
+
+    def expected(cat: str | None, name: str | None) -> tuple[str, str]:
+        lowered = (cat or "").lower() if cat is not None else None
+        for rule_cat, pattern, lane, side, _ in NAME_RULES:
+            if lowered == rule_cat and re.search(pattern, name or ""):
+                return lane, side
+        return table.get(lowered, ("other", "host")) if lowered is not None else ("other", "host")
+
+    out = classify(pl.DataFrame({"idx": list(range(len(rows))), "ph": ["X"] * len(rows), "cat": cats, "name": names}, schema_overrides={"cat": pl.String, "name": pl.String}))
+    assert list(zip(out["lane"].to_list(), out["side"].to_list())) == [expected(c, n) for c, n in rows]
+
+
 def test_name_rule_table_is_what_the_cli_prints() -> None:
     from click.testing import CliRunner
 

@@ -100,13 +100,16 @@ def classify(events: pl.DataFrame, table: pl.DataFrame | None = None) -> pl.Data
     ruled = {cat for cat, *_ in NAME_RULES} & set(lower.to_list())
     if not ruled:  # the common case: no category that needs its names read
         return out
-    name = pl.col("name").fill_null("")
+    # the rules read names only in their categories' rows: those rows are picked by code, and only their names matched
+    rows = lookup(lower.is_in(list(ruled)), code).fill_null(False).arg_true()
+    picked = pl.DataFrame({"cat": lookup(lower, lookup(code, rows)), "name": events["name"].gather(rows).fill_null(""), "lane": out["lane"].gather(rows), "side": out["side"].gather(rows)})
     new_lane, new_side = pl.col("lane"), pl.col("side")
     for rule_cat, pattern, rule_lane, rule_side, _ in reversed(NAME_RULES):  # the first rule applied last: it wins
-        hit = lower_is("cat", rule_cat) & name.str.contains(pattern)
+        hit = (pl.col("cat") == rule_cat) & pl.col("name").str.contains(pattern)
         new_lane = pl.when(hit).then(pl.lit(rule_lane, pl.Enum(LANES))).otherwise(new_lane)
         new_side = pl.when(hit).then(pl.lit(rule_side)).otherwise(new_side)
-    return out.with_columns(lane=new_lane.fill_null("other"), side=new_side.fill_null("host"))
+    ruled_rows = picked.select(lane=new_lane, side=new_side)
+    return out.with_columns(out["lane"].scatter(rows, ruled_rows["lane"]), out["side"].scatter(rows, ruled_rows["side"]))
 
 
 def name_rule_table() -> pl.DataFrame:
