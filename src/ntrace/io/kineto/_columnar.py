@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from ntrace.io.kineto._fork import second_core
 from ntrace.io.kineto._frame import MEMORY_KEYS, text_ints
 from ntrace.io.kineto._windows import Buffer, Outline, next_cut
 
@@ -73,7 +74,7 @@ def _named(cols: tuple[Any, ...], key_texts: tuple[Any, ...]) -> Columns:
 def _parts(text: Buffer, found: Outline, release: bool) -> list[Any] | None:
     """The raw columns of the array, as one part or two (split at an element boundary near the middle, parsed at once on two threads); None when _native refuses."""
     start, end = found.start, found.end
-    cut = next_cut(text, start + (end - start) // 2, end) if end - start >= SPLIT_MIN and _two_cores() else None
+    cut = next_cut(text, start + (end - start) // 2, end) if end - start >= SPLIT_MIN and second_core() else None
     if cut is None:
         whole = _native.decode(text, start, end, -1, release)
         return None if whole is None else [whole[:2]]
@@ -104,10 +105,3 @@ def _parts(text: Buffer, found: Outline, release: bool) -> list[Any] | None:
         return [first[:2]]
     tail = _native.decode(text, reached, end, -1, release)
     return None if tail is None else [first[:2], tail[:2]]
-
-
-def _two_cores() -> bool:
-    """Whether this process may use a second core: two or more are ours, and it is no --jobs worker (they already share out the cores)."""
-    if os.environ.get("NTRACE_FORK") == "0" or not hasattr(os, "sched_getaffinity"):
-        return False
-    return len(os.sched_getaffinity(0)) >= 2

@@ -119,9 +119,14 @@ def in_worker() -> None:
     os.environ["NTRACE_FORK"] = "0"
 
 
+def second_core() -> bool:
+    """Whether this process may put a second core to work on decoding: NTRACE_FORK is not 0 (--jobs workers set it: they already share out the cores) and two or more cores are ours."""
+    return os.environ.get("NTRACE_FORK") != "0" and hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) >= 2
+
+
 def _can_fork() -> bool:
-    """Whether forking is wanted (not NTRACE_FORK=0), safe and useful: Linux, two or more cores, and no native thread but those `import polars` starts."""
-    if os.environ.get("NTRACE_FORK") == "0" or sys.platform != "linux" or len(os.sched_getaffinity(0)) < 2:
+    """Whether forking is wanted (second_core), safe and useful: Linux, and no native thread but those `import polars` starts."""
+    if sys.platform != "linux" or not second_core():
         return False
     python = {t.native_id for t in threading.enumerate()}
     try:
