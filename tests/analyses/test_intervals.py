@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -63,11 +64,29 @@ def test_gaps_merge_overlap_and_nesting() -> None:
     assert g.select("gap_start", "gap_end", "gap").rows() == [(12, 20, 8)]
 
 
-@given(intervals)
+#: Intervals of a fourth track that stop (track, start) from packing with times counted from the frame's first instant:
+#: far from the rest but short (times counted from each track's own first instant), or spanning 2**62 ns itself (no packing).
+FAR = {"offsets per group": [("far", 2**61, 1)], "no packing": [("far", 0, 1), ("far", 2**62, 1)]}
+
+
+@pytest.mark.parametrize("far", list(FAR.values()), ids=list(FAR))
+@given(rows=intervals)
 @settings(max_examples=50, deadline=None)
-def test_times_too_far_apart_to_pack_give_the_same_answer(rows: list[tuple[str, int, int]]) -> None:
-    """A window of 2**61 ns leaves no room to pack (track, start) into one Int64: the two-sort path must agree with the packed one."""
-    far = rows + [("far", 2**61, 1)]
-    packed, unpacked = busy(_frame(rows)), busy(_frame(far)).filter(pl.col("t") != "far")
-    assert packed.equals(unpacked)
-    assert track_gaps(_frame(rows)).sort(["t", "gap_start"]).equals(track_gaps(_frame(far)).filter(pl.col("t") != "far").sort(["t", "gap_start"]))
+def test_times_too_far_apart_to_pack_give_the_same_answer(far: list[tuple[str, int, int]], rows: list[tuple[str, int, int]]) -> None:
+    """The other ways to sort agree with the packed one on the other tracks, and the far track's busy time is its union."""
+    packed, other = busy(_frame(rows)), busy(_frame(rows + far))
+    assert packed.equals(other.filter(pl.col("t") != "far"))
+    assert other.filter(pl.col("t") == "far")["busy"].to_list() == [brute_union([(s, s + d) for _, s, d in far])]
+    assert track_gaps(_frame(rows)).sort(["t", "gap_start"]).equals(track_gaps(_frame(rows + far)).filter(pl.col("t") != "far").sort(["t", "gap_start"]))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2_000), st.integers(0, 50), st.integers(0, 30)), min_size=1, max_size=60))
+def test_many_groups_far_apart_match_brute_force(rows: list[tuple[int, int, int]]) -> None:
+    """Groups (as steps × lanes) each 2**50 ns after the last: every group's busy time and gaps are those of its own intervals."""
+    frame = pl.DataFrame({"g": [g for g, _, _ in rows], "ts": [g * 2**50 + s for g, s, _ in rows], "end": [g * 2**50 + s + d for g, s, d in rows]})
+    out = group_busy(reaching(frame, "g"), "g")
+    for r in out.iter_rows(named=True):
+        mine = [(r["g"] * 2**50 + s, r["g"] * 2**50 + s + d) for g, s, d in rows if g == r["g"]]
+        assert r["busy"] == brute_union(mine) and r["events"] == len(mine)
+        assert r["first"] == min(a for a, _ in mine) and r["last"] == max(b for _, b in mine)

@@ -11,9 +11,11 @@ _KEY_BITS = 62
 def reaching(frame: pl.DataFrame, group: str, start: str = "ts", end: str = "end") -> pl.DataFrame:
     """`frame` sorted by (`group`, `start`) with `_reach`: the latest end before each interval on its group (null for the first).
 
-    `group` is an integer column (a track code). When (group, start) fits one Int64 (track codes
-    times the window's length in ns below 2**62, as in any real trace) the sort is one integer
-    sort on that packed key; otherwise a sort by start, then a stable one by group.
+    `group` is an integer column (a track code). When (group, start) fits one Int64, the sort is one
+    integer sort on that packed key: times counted from the frame's first instant (track codes
+    times the window's length in ns below 2**62, as in most traces), else from each group's own
+    first instant (many groups far apart, as steps × lanes over a long capture). Otherwise a sort
+    by start, then a stable one by group, and a running max per group.
     """
     if frame.is_empty():
         return frame.with_columns(pl.col(end).alias("_reach"))
@@ -22,16 +24,36 @@ def reaching(frame: pl.DataFrame, group: str, start: str = "ts", end: str = "end
         t0=pl.min_horizontal(pl.col(start).min(), pl.col(end).min()), t1=pl.max_horizontal(pl.col(start).max(), pl.col(end).max()),
         nulls=pl.col(group).null_count() + pl.col(start).null_count() + pl.col(end).null_count(),
     ).row(0, named=True)
-    bits = int(bounds["t1"] - bounds["t0"]).bit_length() if bounds["t0"] is not None else _KEY_BITS
-    if not bounds["nulls"] and bits < _KEY_BITS and int(bounds["g1"] - bounds["g0"]) < 1 << (_KEY_BITS - bits):
-        # group and time packed in one Int64: one integer sort, and the running max of packed ends restarts at every group
-        # by itself (every end of an earlier group is below the group's base); below the base means "first of its group"
-        base = (pl.col(group).cast(pl.Int64) - bounds["g0"]) * (1 << bits)
-        ordered = frame.sort(base + (pl.col(start) - bounds["t0"]), maintain_order=True)
-        reach = (base + (pl.col(end) - bounds["t0"])).cum_max().shift(1)
-        return ordered.with_columns(pl.col(group).set_sorted(), _reach=pl.when(reach >= base).then(reach - base + bounds["t0"]))
+    if not bounds["nulls"]:
+        groups, width = int(bounds["g1"] - bounds["g0"]), int(bounds["t1"] - bounds["t0"])
+        if _packs(groups, width):
+            return _packed(frame, group, start, end, bounds["g0"], pl.lit(bounds["t0"], pl.Int64), width.bit_length())
+        if width < 2**63:  # each time less its group's first fits an Int64
+            low = pl.min_horizontal(start, end).min().over(group)
+            offsets = frame.with_columns(_low=low)
+            width = int(offsets.select((pl.max_horizontal(start, end) - pl.col("_low")).max()).item())
+            if _packs(groups, width):
+                return _packed(offsets, group, start, end, bounds["g0"], pl.col("_low"), width.bit_length()).drop("_low")
     ordered = frame.sort(start, maintain_order=True).sort(group, maintain_order=True, nulls_last=True)
     return ordered.with_columns(pl.col(group).set_sorted()).with_columns(_reach=pl.col(end).cum_max().shift(1).over(group))
+
+
+def _packs(groups: int, width: int) -> bool:
+    """Whether group codes spanning `groups` and times spanning `width` ns pack into one key below 2**62."""
+    bits = width.bit_length()
+    return bits < _KEY_BITS and groups < 1 << (_KEY_BITS - bits)
+
+
+def _packed(frame: pl.DataFrame, group: str, start: str, end: str, g0: int, low: pl.Expr, bits: int) -> pl.DataFrame:
+    """reaching() by one integer sort: (group − g0) in the high bits, time − `low` (its origin) in the low `bits`.
+
+    The running max of packed ends restarts at every group by itself (every end of an earlier
+    group is below the group's base); below the base means "first of its group".
+    """
+    base = (pl.col(group).cast(pl.Int64) - g0) * (1 << bits)
+    ordered = frame.sort(base + (pl.col(start) - low), maintain_order=True)
+    reach = (base + (pl.col(end) - low)).cum_max().shift(1)
+    return ordered.with_columns(pl.col(group).set_sorted(), _reach=pl.when(reach >= base).then(reach - base + low))
 
 
 def gaps(ordered: pl.DataFrame, group: str, start: str = "ts", end: str = "end") -> pl.DataFrame:
