@@ -179,10 +179,17 @@ class Profile:
         compute = self.executions.filter(~COLLECTIVE).select(device="track", ts="ts", end="end")
         return communication_time(self.collectives, compute)
 
-    @cached_property
+    @property
     def launch_delays(self) -> pl.DataFrame:
-        """Per linked device activity: the runtime call, the activity, its launch latency and queue delay (see ntrace.analyses.stats)."""
-        return stats.launch_delays(self.links, self.calls, self.activities)
+        """Per linked device activity: the runtime call, the activity, its launch latency and queue delay (see ntrace.analyses.stats); less the longest where their sum would pass int64."""
+        return self._launch_delays[0]
+
+    @cached_property
+    def _launch_delays(self) -> tuple[pl.DataFrame, tuple[str, ...]]:
+        """launch_delays, and the warning that counts the delays left out of it (none on any real trace)."""
+        delays, dropped = stats.summable_delays(stats.launch_delays(self.links, self.calls, self.activities))
+        note = f"{self.trace.path}: {dropped} launch delays are so long that their sums would pass what int64 ns hold; they were left out"
+        return delays, (note,) if dropped else ()
 
     @cached_property
     def gaps(self) -> pl.DataFrame:
@@ -305,7 +312,7 @@ class Profile:
     @property
     def analysis_warnings(self) -> tuple[str, ...]:
         """What the analysis found doubtful in the trace (torch's rules giving negative self CPU, steps overlapping), one line each."""
-        return (*self.op_warnings, *self.step_warnings)
+        return (*self.op_warnings, *self.step_warnings, *self._launch_delays[1])
 
     @cached_property
     def op_warnings(self) -> tuple[str, ...]:
@@ -405,7 +412,7 @@ class Profile:
         """rank_summary()'s work, on the thread that calls it."""
         trace = self.trace
         figures = rank_figures(self.steps, self.lanes, self.hardware_idle["gap"], self.communication, self.launch_delays["latency"])
-        return RankSummary(trace.path, trace.meta, (*trace.warnings, *self.step_warnings), figures, self.steps, self.collectives)
+        return RankSummary(trace.path, trace.meta, (*trace.warnings, *self.step_warnings, *self._launch_delays[1]), figures, self.steps, self.collectives)
 
     def timeline(self) -> Timeline:
         """What the HTML timeline draws: every complete event on its track with the args its hover shows, and the hardware idle gaps."""

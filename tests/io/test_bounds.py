@@ -55,7 +55,7 @@ def test_durations_that_sum_past_int64_leave_the_longest_out(tmp_path: Path) -> 
 
 
 def test_events_centuries_apart_leave_the_far_ones_out(tmp_path: Path) -> None:
-    """A kernel 285 years after the rest: the window times its tracks and launch delays would pass int64, so it goes, and every figure is that of the rest."""
+    """A kernel 285 years after the rest: the window times its tracks would pass int64, so it goes, and every figure is that of the rest."""
     events = [("a", "cpu_op", 0, 1, 1, 1), ("k", "kernel", 9_000_000_000_000_000, 1, 0, 7), ("c", "cpu_op", 10, 5, 1, 1)]
     profile = load(_write(tmp_path / "t.json", events))
     assert profile.events["name"].to_list() == ["a", "c"]
@@ -69,6 +69,48 @@ def test_real_scale_traces_are_read_whole(tmp_path: Path) -> None:
     events = [("a", "cpu_op", 0, 3 * 3_600_000_000, 1, 1), ("k", "kernel", 3 * day_us, 10, 0, 7), ("b", "cpu_op", 2 * day_us, 1, 1, 2)]
     profile = load(_write(tmp_path / "t.json", events))
     assert profile.events.height == 3 and not profile.trace.warnings
+
+
+def _launched(path: Path, pairs: list[tuple[int, int, int, int]]) -> Path:
+    """A CUDA-like trace of (call ts µs, call dur µs, kernel ts µs, kernel dur µs) pairs, each call linked to its kernel by correlation id."""
+    events = []
+    for i, (call_ts, call_dur, kernel_ts, kernel_dur) in enumerate(pairs):
+        events.append({"ph": "X", "name": "cudaLaunchKernel", "cat": "cuda_runtime", "ts": call_ts, "dur": call_dur, "pid": 1, "tid": 1, "args": {"correlation": i + 1}})
+        events.append({"ph": "X", "name": "k", "cat": "kernel", "ts": kernel_ts, "dur": kernel_dur, "pid": 0, "tid": 7, "args": {"correlation": i + 1}})
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def test_a_long_capture_with_many_kernels_is_read_whole(tmp_path: Path) -> None:
+    """48 hours and 60,000 launches: the window times one delay per kernel would pass int64, yet every real sum fits; nothing is left out, and the figures are the plain sums."""
+    n, step = 60_000, 48 * 3_600_000_000 // 60_000
+    pairs = [(i * step, 3, i * step + 5 + i % 7, 2) for i in range(n)]
+    profile = load(_launched(tmp_path / "long.json", pairs))
+    window_ns = (pairs[-1][2] + 2 - pairs[0][0]) * 1000
+    assert window_ns * (2 + n) > INT64_MAX  # what the bound used to count: two tracks plus a delay per kernel
+    assert profile.events.height == 2 * n and not profile.trace.warnings and not profile.analysis_warnings
+    lanes = {r["lane"]: (r["events"], r["total"]) for r in profile.lanes.iter_rows(named=True)}
+    assert lanes["runtime_api"] == (n, 3000 * n) and lanes["hardware"] == (n, 2000 * n)
+    latency = profile.gaps.filter(pl.col("kind") == "launch_latency").row(0, named=True)
+    assert (latency["count"], latency["total"], latency["max"]) == (n, sum((k - c) * 1000 for c, _, k, _ in pairs), 11_000)
+
+
+def test_launch_delays_that_sum_past_int64_leave_the_longest_out(tmp_path: Path) -> None:
+    """Three kernels each about 2**61.5 ns after their call: the window times the two tracks fits int64, the three delays do not; the longest goes (ties: the later), with a warning."""
+    far = 3_200_000_000_000_000  # µs: 3.2e18 ns
+    pairs = [(0, 1, far, 1), (1, 1, far + 1, 1), (2, 1, far + 5, 1)]
+    profile = load(_launched(tmp_path / "far.json", pairs))
+    assert profile.events.height == 6 and not profile.trace.warnings  # every event kept: the read-time bound holds
+    delays = [(k - c) * 1000 for c, _, k, _ in pairs]
+    kept = [delays[i] for i in _kept_by_durations(delays)]
+    assert sum(delays) > INT64_MAX and len(kept) == 2
+    assert sorted(profile.launch_delays["latency"].to_list()) == sorted(kept)
+    latency = profile.gaps.filter(pl.col("kind") == "launch_latency").row(0, named=True)
+    assert (latency["count"], latency["total"]) == (2, sum(kept))
+    assert profile.analysis_warnings == (f"{profile.trace.path}: 1 launch delays are so long that their sums would pass what int64 ns hold; they were left out",)
+    summary = profile.summary()
+    assert summary.launch_latencies.sort().to_list() == sorted(kept) and summary.warnings[-1] == profile.analysis_warnings[0]
+    assert profile.rank_summary().warnings == profile.analysis_warnings
 
 
 def test_an_explorer_export_with_extreme_times_is_reported(tmp_path: Path) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from ntrace.io.bounds import INT64_MAX
+
 #: The statistics reported for every gap or delay kind, in this order.
 STATS: tuple[str, ...] = ("count", "total", "p50", "p90", "max")
 
@@ -19,6 +21,21 @@ def launch_delays(links: pl.DataFrame, calls: pl.DataFrame, activities: pl.DataF
         .with_columns(latency=pl.col("exec_ts") - pl.col("call_ts"), queue=pl.max_horizontal(pl.col("exec_ts") - pl.col("call_end"), pl.lit(0)))
         .sort("exec_ts", "exec_idx")
     )
+
+
+def summable_delays(delays: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """`delays` (a launch_delays frame) less the activities with the longest delays until the rest's delays sum within int64, and how many were left out.
+
+    A delay's size is the larger of |latency| and its queue delay, summed in Int128 so the check
+    cannot wrap itself; the longest go first, ties the later activity. No real trace comes near
+    (that is 292 years of delays), but a trace can be written to.
+    """
+    size = pl.max_horizontal(pl.col("latency").cast(pl.Int128).abs(), pl.col("queue").cast(pl.Int128))
+    if int(delays.select(size.sum()).item() or 0) <= INT64_MAX:
+        return delays, 0
+    running = delays.select("exec_idx", size=size).sort("size", "exec_idx").with_columns(total=pl.col("size").cum_sum())
+    longest = running.filter(pl.col("total") > INT64_MAX)["exec_idx"]
+    return delays.filter(~pl.col("exec_idx").is_in(longest.implode())), longest.len()
 
 
 def nearest_rank(values: pl.Series, p: int) -> int:

@@ -2,8 +2,10 @@
 
 Every figure the analysis adds up is bounded by one of two sums: the complete events' durations
 (lane and op totals, self CPU, device time per op), or the window's length times the number of
-things measured across it (track spans and idle, and the launch delays, one per device
-activity). A trace where both fit int64 is read as it is; reading real traces, that is every one.
+tracks (their spans and idle). A trace where both fit int64 is read as it is; reading real traces,
+that is every one. The launch delays, one per device activity, are checked by their own sum where
+they are computed (ntrace.analyses.stats.summable_delays): bounding them by the window here would
+leave out most of a real capture of a day or two with a million kernels.
 Where they do not (times written to break the arithmetic), the complete events furthest from the
 median start are left out until the window fits, then the longest until the durations do, and
 a warning counts them. Allocator records are summed by their bytes (allocated and freed per
@@ -61,11 +63,8 @@ def _fits(events: pl.DataFrame, measured: int | None, durations: bool = True) ->
 
 
 def _measured(events: pl.DataFrame) -> int:
-    """How many quantities can span the window: the tracks (at most one per distinct pid, tid, stream, lane and side of a complete event) plus one launch delay per device activity."""
-    row = events.filter(_COMPLETE).select(
-        tracks=pl.struct("pid", "tid", "stream", "lane", "side").n_unique(), device=(pl.col("side") == "device").sum()
-    ).row(0)
-    return int(row[0]) + int(row[1])
+    """How many quantities can span the window: the tracks, at most one per distinct pid, tid, stream, lane and side of a complete event."""
+    return int(events.filter(_COMPLETE).select(pl.struct("pid", "tid", "stream", "lane", "side").n_unique()).item())
 
 
 def _by_window(events: pl.DataFrame) -> pl.DataFrame:
