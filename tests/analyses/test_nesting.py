@@ -147,12 +147,12 @@ def test_times_far_apart_give_the_same_tree(spans: list[Span]) -> None:
 def test_previous_reaching_matches_a_scan(values: list[int], bump: list[int], starts: list[bool]) -> None:
     n = len(values)
     thresholds = [v + (bump[i] if i < len(bump) else 0) for i, v in enumerate(values)]
-    first = [i == 0 or (starts[i] if i < len(starts) else False) for i in range(n)]
+    first = [starts[i] if i < len(starts) else False for i in range(n)]  # position 0 starts a run whether marked or not
     got = previous_reaching(pl.Series(values, dtype=pl.Int64), pl.Series(thresholds, dtype=pl.Int64), pl.Series(first, dtype=pl.Boolean)).to_list()
 
     def scan(i: int) -> int | None:
         j = i
-        while not first[j]:
+        while j and not first[j]:
             j -= 1
             if values[j] >= thresholds[i]:
                 return j

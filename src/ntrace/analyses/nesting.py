@@ -51,13 +51,13 @@ def previous_reaching(values: pl.Series, thresholds: pl.Series, first: pl.Series
     n = values.len()
     positions = pl.int_range(n, dtype=pl.Int64, eager=True)
     # a position that no earlier value of its run reaches has no answer: settled now, not after a jump a round
-    # back to its run's start (every event of a flat trace is such a root); the running max is per run
-    runs = first.cum_sum()
-    if int(runs.max() or 0) <= 1:
+    # back to its run's start (every event of a flat trace is such a root); the running max is per run, or over
+    # all when there is one run (a max over more positions only settles fewer: the jumps still stop at run starts)
+    if first.sum() <= 1:
         highest = values.cum_max().shift(1)
     else:
-        highest = pl.DataFrame({"value": values, "run": runs}).select(pl.col("value").cum_max().shift(1).over("run")).to_series()
-    cand = (positions - 1).zip_with((highest >= thresholds).fill_null(False), nulls(n))
+        highest = pl.DataFrame({"value": values, "run": first.cum_sum()}).select(pl.col("value").cum_max().shift(1).over("run")).to_series()
+    cand = (positions - 1).zip_with(~first & (highest >= thresholds).fill_null(False), nulls(n))
     # only the positions still short jump (one that reached its threshold keeps its candidate for
     # good), all at once from the previous round's candidates: most are settled in the first rounds;
     # a null candidate compares null, which filter drops
