@@ -311,7 +311,7 @@ class Profile:
 
     @property
     def analysis_warnings(self) -> tuple[str, ...]:
-        """What the analysis found doubtful in the trace (torch's rules giving negative self CPU, steps overlapping), one line each."""
+        """What the analysis found doubtful in the trace (torch's rules giving negative self CPU, steps overlapping, launch delays too long to sum), one line each."""
         return (*self.op_warnings, *self.step_warnings, *self._launch_delays[1])
 
     @cached_property
