@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ntrace.io.bounds import INT64_MAX
+from ntrace.io.bounds import largest
 
 #: The statistics reported for every gap or delay kind, in this order.
 STATS: tuple[str, ...] = ("count", "total", "p50", "p90", "max")
@@ -27,15 +27,11 @@ def summable_delays(delays: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     """`delays` (a launch_delays frame) less the activities with the longest delays until the rest's delays sum within int64, and how many were left out.
 
     A delay's size is the larger of |latency| and its queue delay, summed in Int128 so the check
-    cannot wrap itself; the longest go first, ties the later activity. No real trace comes near
-    (that is 292 years of delays), but a trace can be written to.
+    cannot wrap itself; the longest go first, ties the later activity (io.bounds.largest, the rule
+    the read-time bounds use). No real trace comes near (292 years of delays), but one can be written to.
     """
-    size = pl.max_horizontal(pl.col("latency").cast(pl.Int128).abs(), pl.col("queue").cast(pl.Int128))
-    if int(delays.select(size.sum()).item() or 0) <= INT64_MAX:
-        return delays, 0
-    running = delays.select("exec_idx", size=size).sort("size", "exec_idx").with_columns(total=pl.col("size").cum_sum())
-    longest = running.filter(pl.col("total") > INT64_MAX)["exec_idx"]
-    return delays.filter(~pl.col("exec_idx").is_in(longest.implode())), longest.len()
+    longest = largest(delays, pl.max_horizontal(pl.col("latency").cast(pl.Int128).abs(), pl.col("queue").cast(pl.Int128)), "exec_idx")
+    return (delays.filter(~pl.col("exec_idx").is_in(longest.implode())), longest.len()) if longest.len() else (delays, 0)
 
 
 def nearest_rank(values: pl.Series, p: int) -> int:

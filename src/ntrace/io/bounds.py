@@ -34,19 +34,19 @@ def summable(trace: Trace) -> Trace:
         if dropped := events.height - kept.height:
             notes.append(f"{trace.path}: {dropped} complete events lie so far apart, or last so long, that their sums would pass what int64 ns hold; they were left out")
         events = kept
-    if (too_many := _largest(events, pl.col("mem_bytes").cast(pl.Int128).abs())).len():
+    if (too_many := largest(events, pl.col("mem_bytes").cast(pl.Int128).abs())).len():
         kept = events.filter(~pl.col("idx").is_in(too_many.implode()))
         notes.append(f"{trace.path}: {events.height - kept.height} allocator records move so many bytes that their sums would pass what int64 holds; they were left out")
         events = kept
     return replace(trace, events=events, warnings=(*trace.warnings, *notes)) if notes else trace
 
 
-def _largest(events: pl.DataFrame, size: pl.Expr) -> pl.Series:
-    """The idx of the events with the largest `size` (non-null, Int128), smallest first, beyond those whose sizes sum within int64 (ties broken by file order)."""
-    if int(events.select(size.sum()).item()) <= INT64_MAX:  # the common case: one sum
-        return events["idx"].clear()
-    running = events.select("idx", size=size).drop_nulls("size").sort("size", "idx").with_columns(total=pl.col("size").cum_sum())
-    return running.filter(pl.col("total") > INT64_MAX)["idx"]
+def largest(rows: pl.DataFrame, size: pl.Expr, key: str = "idx") -> pl.Series:
+    """The `key` of the rows with the largest `size` (non-null, Int128), smallest first, beyond those whose sizes sum within int64 (ties: the later `key` goes first)."""
+    if int(rows.select(size.sum()).item() or 0) <= INT64_MAX:  # the common case: one sum
+        return rows[key].clear()
+    running = rows.select(key, size=size).drop_nulls("size").sort("size", key).with_columns(total=pl.col("size").cum_sum())
+    return running.filter(pl.col("total") > INT64_MAX)[key]
 
 
 def _fits(events: pl.DataFrame, measured: int | None, durations: bool = True) -> bool:
@@ -80,5 +80,5 @@ def _by_window(events: pl.DataFrame) -> pl.DataFrame:
 
 def _by_durations(events: pl.DataFrame) -> pl.DataFrame:
     """The events, less the longest complete ones until the rest's durations sum within int64 (ties broken by file order)."""
-    too_long = _largest(events, pl.when(_COMPLETE).then(pl.col("dur").cast(pl.Int128)))
+    too_long = largest(events, pl.when(_COMPLETE).then(pl.col("dur").cast(pl.Int128)))
     return events.filter(~pl.col("idx").is_in(too_long.implode())) if too_long.len() else events
