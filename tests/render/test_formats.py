@@ -133,19 +133,19 @@ def test_loading_reports_bytes_read_and_events_decoded(tmp_path: Path, monkeypat
     reads = [s for s in seen if s[0] == "reading trace.json"]
     assert len(reads) == -(-size // 1024) and reads[-1] == ("reading trace.json", size, size, "bytes")
     assert [d for d, *_ in reads] == sorted(d for d, *_ in reads)
-    windows = [s for s in seen if s[0] == "decoding trace.json" and s[2] is not None]  # bytes of the events array, per window
+    windows = [s for s in seen if s[0] == "decoding trace.json" and s[1] > 0]  # bytes of the events array, per window
     array = windows[-1][2]
     assert windows[-1] == ("decoding trace.json", array, array, "bytes") and array < size
     done = [0] + [d for _, d, *_ in windows]
     steps = [b - a for a, b in zip(done, done[1:])]
     assert len(steps) > 2 and min(steps[:-1]) >= 4096 and steps[-1] > 0
     assert seen.count(("decoded trace.json", 200, None, "events")) == 2
-    # the native parser reports the events array once, whole, when it has parsed it
     monkeypatch.delenv("NTRACE_NATIVE")
     native: list[tuple] = []
     with reporting(lambda *a: native.append(a)):
         load(trace)
-    assert [s for s in native if s[0] == "decoding trace.json" and s[2] is not None] == [("decoding trace.json", array, array, "bytes")]
+    # the native parser, on a trace this small, is done before its progress is first polled: it reports the whole array once
+    assert [s for s in native if s[0] == "decoding trace.json"] == [("decoding trace.json", 0, size, "bytes"), ("decoding trace.json", array, array, "bytes")]
     assert native.count(("decoded trace.json", 200, None, "events")) == 1
 
 

@@ -8,6 +8,8 @@ library user who never asks for progress pays nothing. The CLI opens a sink arou
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import threading
 from contextvars import ContextVar
 from typing import IO, Callable, Iterator
 
@@ -17,6 +19,9 @@ Sink = Callable[[str, int, "int | None", str], None]
 _SINK: ContextVar[Sink | None] = ContextVar("ntrace_progress", default=None)
 
 _CHUNK = 16 << 20
+
+#: Seconds between the reports `polled` makes.
+POLL_SECONDS = 0.2
 
 
 @contextlib.contextmanager
@@ -34,6 +39,39 @@ def report(stage: str, done: int, total: int | None = None, unit: str = "") -> N
     sink = _SINK.get()
     if sink is not None:
         sink(stage, done, total, unit)
+
+
+def listening() -> bool:
+    """Whether a sink hears reports: a reader need not measure its progress otherwise."""
+    return _SINK.get() is not None
+
+
+@contextlib.contextmanager
+def polled(stage: str, total: int, done: Callable[[], int], unit: str = "bytes") -> Iterator[None]:
+    """While the block runs, report done() (at most `total`, never going back) as `stage` every POLL_SECONDS from a helper thread; nothing when nobody listens.
+
+    For work that runs in C with the GIL released (the native decoder), which cannot report
+    itself: the helper reads what it counts and reports in this context, so the same sink hears it.
+    """
+    if not listening():
+        yield
+        return
+    stop = threading.Event()
+
+    def poll() -> None:
+        last = -1
+        while not stop.wait(POLL_SECONDS):
+            if (now := min(done(), total)) > last:
+                report(stage, now, total, unit)
+                last = now
+
+    helper = threading.Thread(target=contextvars.copy_context().run, args=(poll,), name="ntrace-progress", daemon=True)
+    helper.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        helper.join()
 
 
 def read_all(fh: IO[bytes], total: int, stage: str) -> bytes:

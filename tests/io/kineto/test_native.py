@@ -872,3 +872,60 @@ def test_a_cut_inside_the_last_event_is_parsed_to_the_end_once(monkeypatch: pyte
     assert len(calls) == 2  # the helper's (wasted) part and the first half, which covered everything
     assert all(column.n_chunks() == 1 for column in cols.values())
     assert cols["name"].to_list() == names
+
+
+def _counter(slots: int = 1) -> tuple[Any, list[memoryview]]:
+    """An int64 array of `slots` zeros and a one-value buffer over each slot (what decode's `progress` takes)."""
+    import array
+
+    counts = array.array("q", [0] * slots)
+    view = memoryview(counts)
+    return counts, [view[i : i + 1] for i in range(slots)]
+
+
+def test_progress_counts_the_bytes_parsed() -> None:
+    """decode's `progress` ends at the bytes parsed from `start` (to `reached`), whole or stopped at an element, in any slot of an array."""
+    found = outline(_WHOLE, _fast._OUTLINE)
+    counts, slots = _counter(3)
+    whole = _native.decode(_WHOLE, found.start, found.end, -1, False, slots[2])
+    assert whole is not None and counts.tolist() == [0, 0, whole[2] - found.start]
+    two = b'[{"ph": "X", "name": "a", "ts": 1, "dur": 1}, {"ph": "X", "name": "b", "ts": 2, "dur": 1}]'
+    second = two.index(b", {") + 2  # the second element: parsing stops before it
+    first = _native.decode(two, 1, len(two) - 1, second, False, slots[0])
+    assert first is not None and first[2] == second and counts[0] == second - 1
+    big = b"[" + b",".join(b'{"ph": "X", "name": "op%d", "ts": %d, "dur": 1}' % (i, i) for i in range(60_000)) + b"]"
+    assert len(big) > 2 << 20  # more than one report of the parser's along the way
+    big_counts, big_slots = _counter()
+    done = _native.decode(big, 1, len(big) - 1, -1, False, big_slots[0])
+    assert done is not None and big_counts[0] == done[2] - 1 == len(big) - 2
+
+
+@pytest.mark.parametrize("bad", [b"1234567", bytearray(8), "int32"])
+def test_a_progress_buffer_that_is_not_one_writable_aligned_int64_is_refused(bad: Any) -> None:
+    import array
+
+    if bad == "int32":
+        bad = memoryview(array.array("q", [0, 0])).cast("B")[4:12]  # eight bytes, misaligned
+    elif isinstance(bad, bytearray):
+        bad = memoryview(bytearray(9))[1:]  # writable, long enough, misaligned
+    with pytest.raises((ValueError, TypeError)):
+        _native.decode(_WHOLE, 0, len(_WHOLE), -1, False, bad)
+
+
+def test_the_native_parser_reports_progress_while_it_parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a sink listening, the bytes parsed are reported as parsing goes (from a helper thread), rising to the array's length, on one thread or two."""
+    from ntrace.io import progress
+
+    monkeypatch.setattr(progress, "POLL_SECONDS", 0.0005)
+    path = tmp_path / "big.json"
+    events = b",".join(b'{"ph": "X", "cat": "cpu_op", "name": "aten::op%d", "pid": 1, "tid": 1, "ts": %d, "dur": 1}' % (i, i) for i in range(400_000))
+    path.write_bytes(b'{"traceEvents": [' + events + b"]}")
+    for split in (False, True):
+        monkeypatch.setattr(_columnar, "SPLIT_MIN", 0 if split else 1 << 62)
+        seen: list[tuple[Any, ...]] = []
+        with progress.reporting(lambda *a: seen.append(a)):
+            read_kineto(path)
+        done = [d for stage, d, total, unit in seen if stage == "decoding big.json" and total is not None]
+        array = len(events)
+        assert done[-1] == array and done == sorted(done)
+        assert any(0 < d < array for d in done), done  # at least one report while the parser ran (~1 ms between polls, tens of ms of parsing)

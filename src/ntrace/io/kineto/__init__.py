@@ -74,7 +74,7 @@ def _decode(path: Path, fast: bool, max_events: int | None, warnings: list[str])
         cut = raw is not whole  # keep_first_events warned, with the file's event count
         del whole
         check_fits(path, len(raw))
-    report(f"decoding {path.name}", len(raw), None, "bytes")
+    report(f"decoding {path.name}", 0, len(raw), "bytes")  # the decoders report how far they are in the events array (at most the text's length)
     cols, meta = _columns(raw, path, fast, warnings)
     del raw  # the columns hold what is needed: free the JSON text before the frame is built
     if not meta.get("has_traceEvents", True):

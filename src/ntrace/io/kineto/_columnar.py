@@ -10,6 +10,7 @@ a C compiler has no _native and always takes the msgspec path.
 
 from __future__ import annotations
 
+import array
 import importlib
 import mmap
 import os
@@ -21,6 +22,7 @@ import polars as pl
 from ntrace.io.kineto._fork import second_core
 from ntrace.io.kineto._frame import MEMORY_KEYS, text_ints
 from ntrace.io.kineto._windows import Buffer, Outline, next_cut
+from ntrace.io.progress import polled
 
 try:  # imported by name: the import graph (grimp, tests/test_architecture.py) cannot see a C module and reads `from ntrace.io.kineto import _native` as an import of the package, a cycle that is not there
     _native: Any = importlib.import_module("ntrace.io.kineto._native")
@@ -45,15 +47,18 @@ def available() -> bool:
     return _native is not None and os.environ.get("NTRACE_NATIVE") != "0"
 
 
-def columns(text: Buffer, found: Outline) -> Columns | None:
+def columns(text: Buffer, found: Outline, stage: str = "decoding") -> Columns | None:
     """The columns of the events in `found`'s array, or None where the native path does not read them (or is not available).
 
-    A memory map has its pages given back as they are parsed.
+    A memory map has its pages given back as they are parsed. The bytes parsed are reported as
+    `stage` while the parser runs, if anyone listens (ntrace.io.progress).
     """
     if not available():
         return None
     release = isinstance(text, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED")
-    parts = _parts(text, found, release)
+    counts = array.array("q", [0, 0, 0])  # bytes parsed by each call of _parts: first part, second, tail
+    with polled(stage, found.end - found.start, lambda: sum(counts)):
+        parts = _parts(text, found, release, counts)
     if parts is None:
         return None
     named = [_named(*part) for part in parts]
@@ -71,26 +76,35 @@ def _named(cols: tuple[Any, ...], key_texts: tuple[Any, ...]) -> Columns:
     return named
 
 
-def _parts(text: Buffer, found: Outline, release: bool) -> list[Any] | None:
-    """The raw columns of the array, as one part or two (split at an element boundary near the middle, parsed at once on two threads); None when _native refuses."""
+def _parts(text: Buffer, found: Outline, release: bool, counts: array.array[int]) -> list[Any] | None:
+    """The raw columns of the array, as one part or two (split at an element boundary near the middle, parsed at once on two threads); None when _native refuses.
+
+    Each call of the parser stores the bytes it has parsed in its own slot of `counts` as it goes.
+    """
     start, end = found.start, found.end
     cut = next_cut(text, start + (end - start) // 2, end) if end - start >= SPLIT_MIN and second_core() else None
+    slots = memoryview(counts)
+
+    def decode(begin: int, stop: int, slot: int) -> Any:
+        """_native.decode from `begin` (up to `stop`, or the end when -1), counting its bytes in `slot` of `counts`."""
+        return _native.decode(text, begin, end, stop, release, slots[slot : slot + 1])
+
     if cut is None:
-        whole = _native.decode(text, start, end, -1, release)
+        whole = decode(start, -1, 0)
         return None if whole is None else [whole[:2]]
     second = cut.end() - 1  # the `{` after the cut
     got: dict[str, Any] = {}
 
     def rest() -> None:
         try:
-            got["rest"] = _native.decode(text, second, end, -1, release)
+            got["rest"] = decode(second, -1, 1)
         except MemoryError as exc:
             got["error"] = exc
 
     helper = threading.Thread(target=rest, name="ntrace-decode", daemon=True)
     helper.start()
     try:
-        first = _native.decode(text, start, end, second, release)
+        first = decode(start, second, 0)
     finally:
         helper.join()
     if first is None:
@@ -103,5 +117,5 @@ def _parts(text: Buffer, found: Outline, release: bool) -> list[Any] | None:
     # the cut lay inside an element, so the helper's start was none: the rest is parsed from where this part ended
     if reached >= end:  # no element starts after the cut: the first part holds every event
         return [first[:2]]
-    tail = _native.decode(text, reached, end, -1, release)
+    tail = decode(reached, -1, 2)
     return None if tail is None else [first[:2], tail[:2]]

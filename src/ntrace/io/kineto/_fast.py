@@ -104,7 +104,7 @@ def columns(text: Any, stage: str = "decoding") -> tuple[Columns, dict[str, Any]
     """
     found = outline(text, _OUTLINE)
     _release(text)  # the pages the outline read
-    cols = _columnar.columns(text, found)
+    cols = _columnar.columns(text, found, stage)
     if cols is None:
         cols = _window_columns(text, found, stage)
     else:

@@ -241,6 +241,7 @@ typedef struct {
     char *dims; /* scratch for compacting Input Dims */
     int64_t dimscap;
     int oom;
+    int64_t *progress; /* where the bytes parsed so far are stored as parsing goes (NULL: nowhere) */
 } Parser;
 
 #define MAX_DEPTH 64
@@ -816,16 +817,26 @@ static void release_pages(const uint8_t **done, const uint8_t *upto) {
 }
 
 #define RELEASE_EVERY (8 << 20)
+#define PROGRESS_EVERY (1 << 20)
+
+/* Store the bytes parsed so far where a Python thread reads them (see decode's `progress`). */
+static inline void tell(Parser *ps, const uint8_t *from) {
+    if (ps->progress) __atomic_store_n(ps->progress, (int64_t)(ps->p - from), __ATOMIC_RELAXED);
+}
 
 /* Parse the elements from ps->p; stop before an element that starts at or after `stop` (NULL: none). Returns 1, or 0 to refuse. */
 static int parse_elements(Parser *ps, const uint8_t *stop, int release, const uint8_t **reached) {
-    const uint8_t *done = ps->p;
+    const uint8_t *done = ps->p, *from = ps->p, *told = ps->p;
     skip_ws(ps);
     if (ps->p >= ps->end) { *reached = ps->p; return 1; }
     for (;;) {
         if (stop && ps->p >= stop) break;
         if (*ps->p != '{' || !parse_event(ps) || !emit(ps)) return 0;
         if (release && ps->p - done >= RELEASE_EVERY) release_pages(&done, ps->p);
+        if (ps->p - told >= PROGRESS_EVERY) {
+            tell(ps, from);
+            told = ps->p;
+        }
         skip_ws(ps);
         if (ps->p >= ps->end) break;
         if (*ps->p != ',') return 0;
@@ -834,6 +845,7 @@ static int parse_elements(Parser *ps, const uint8_t *stop, int release, const ui
         if (ps->p >= ps->end) return 0; /* a comma before the closing bracket */
     }
     if (release) release_pages(&done, ps->p);
+    tell(ps, from);
     *reached = ps->p;
     return 1;
 }
@@ -970,17 +982,24 @@ static void parser_free(Parser *ps) {
 }
 
 static PyObject *decode(PyObject *module, PyObject *args) {
-    Py_buffer view;
+    Py_buffer view, progress = {0};
     Py_ssize_t start, end, stop = -1;
     int release = 0;
-    if (!PyArg_ParseTuple(args, "y*nn|np", &view, &start, &end, &stop, &release)) return NULL;
-    if (start < 0 || end < start || end > view.len || (stop >= 0 && (stop < start || stop > end))) {
+    if (!PyArg_ParseTuple(args, "y*nn|npw*", &view, &start, &end, &stop, &release, &progress)) return NULL;
+    if (start < 0 || end < start || end > view.len || (stop >= 0 && (stop < start || stop > end))
+        || (progress.buf && (progress.len < (Py_ssize_t)sizeof(int64_t) || (uintptr_t)progress.buf % sizeof(int64_t)))) {
         PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "offsets outside the buffer");
+        if (progress.buf) PyBuffer_Release(&progress);
+        PyErr_SetString(PyExc_ValueError, "offsets outside the buffer, or a progress buffer that is not one aligned int64");
         return NULL;
     }
     Parser *ps = calloc(1, sizeof *ps);
-    if (!ps) { PyBuffer_Release(&view); return PyErr_NoMemory(); }
+    if (!ps) {
+        PyBuffer_Release(&view);
+        if (progress.buf) PyBuffer_Release(&progress);
+        return PyErr_NoMemory();
+    }
+    ps->progress = progress.buf;
     int ok = 1;
     for (int i = 0; i < N_COLS; i++) ok = col_init(&ps->cols[i], KINDS[i]) && ok;
     const uint8_t *base = view.buf, *reached = NULL;
@@ -994,6 +1013,7 @@ static PyObject *decode(PyObject *module, PyObject *args) {
         ps->oom = 1;
     }
     PyBuffer_Release(&view);
+    if (progress.buf) PyBuffer_Release(&progress);
     if (!ok) {
         int oom = ps->oom;
         parser_free(ps);
@@ -1029,11 +1049,12 @@ static PyObject *decode(PyObject *module, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS,
-     "decode(buffer, start, end, stop=-1, release=False) -> (columns, key_texts, reached) | None\n\n"
+     "decode(buffer, start, end, stop=-1, release=False[, progress]) -> (columns, key_texts, reached) | None\n\n"
      "The events of the array content buffer[start:end] as 25 columns, or None where this path does not read it; "
      "key_texts holds, per linking key (id, then the integer args), the values given as text (None when there were none). "
      "With stop, parsing ends before the first element that starts at or after it; `reached` is where parsing ended. "
-     "`release` gives the pages of a memory map back as they are parsed."},
+     "`release` gives the pages of a memory map back as they are parsed. "
+     "`progress`, a writable buffer of one aligned int64, gets the bytes parsed so far every MiB and at the end (another thread may read it)."},
     {NULL, NULL, 0, NULL},
 };
 
