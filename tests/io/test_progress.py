@@ -49,3 +49,21 @@ def test_an_error_in_the_block_stops_the_helper(monkeypatch: pytest.MonkeyPatch)
             with progress.polled("parsing x", 100, lambda: 1):
                 raise KeyError("x")
     assert not any(t.name == "ntrace-progress" for t in threading.enumerate())
+
+
+def test_a_sink_that_fails_in_the_helper_fails_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error of the sink is raised where the work was started once it ends, not printed from the helper thread."""
+    monkeypatch.setattr(progress, "POLL_SECONDS", 0.001)
+    hooked: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", hooked.append)
+
+    def broken(*_: object) -> None:
+        raise BrokenPipeError("stderr went away")
+
+    with progress.reporting(broken):
+        with pytest.raises(BrokenPipeError):
+            with progress.polled("parsing x", 100, lambda: 1):
+                deadline = time.monotonic() + 10
+                while any(t.name == "ntrace-progress" for t in threading.enumerate()) and time.monotonic() < deadline:
+                    time.sleep(0.001)  # until the helper has failed and ended
+    assert hooked == []

@@ -57,13 +57,17 @@ def polled(stage: str, total: int, done: Callable[[], int], unit: str = "bytes")
         yield
         return
     stop = threading.Event()
+    failed: list[BaseException] = []
 
     def poll() -> None:
         last = -1
-        while not stop.wait(POLL_SECONDS):
-            if (now := min(done(), total)) > last:
-                report(stage, now, total, unit)
-                last = now
+        try:
+            while not stop.wait(POLL_SECONDS):
+                if (now := min(done(), total)) > last:
+                    report(stage, now, total, unit)
+                    last = now
+        except BaseException as exc:  # a sink that fails: raised in the caller once the block ends, as a report made there would be
+            failed.append(exc)
 
     helper = threading.Thread(target=contextvars.copy_context().run, args=(poll,), name="ntrace-progress", daemon=True)
     helper.start()
@@ -72,11 +76,13 @@ def polled(stage: str, total: int, done: Callable[[], int], unit: str = "bytes")
     finally:
         stop.set()
         helper.join()
+    if failed:
+        raise failed[0]
 
 
 def read_all(fh: IO[bytes], total: int, stage: str) -> bytes:
     """`fh.read()`, in 16 MiB chunks reported as bytes read; one plain read when nobody listens."""
-    if _SINK.get() is None or total <= _CHUNK:
+    if not listening() or total <= _CHUNK:
         return fh.read()
     buffer = bytearray(total)  # filled in place: joining chunks would hold the file twice
     done = 0
