@@ -900,16 +900,20 @@ def test_progress_counts_the_bytes_parsed() -> None:
     assert done is not None and big_counts[0] == done[2] - 1 == len(big) - 2
 
 
-@pytest.mark.parametrize("bad", [b"1234567", bytearray(8), "int32"])
-def test_a_progress_buffer_that_is_not_one_writable_aligned_int64_is_refused(bad: Any) -> None:
+@pytest.mark.parametrize("bad", ["read-only", "misaligned", "misaligned int64s", "short"])
+def test_a_progress_buffer_that_is_not_one_writable_aligned_int64_is_refused(bad: str) -> None:
     import array
 
-    if bad == "int32":
-        bad = memoryview(array.array("q", [0, 0])).cast("B")[4:12]  # eight bytes, misaligned
-    elif isinstance(bad, bytearray):
-        bad = memoryview(bytearray(9))[1:]  # writable, long enough, misaligned
+    counts = array.array("q", [0, 0])
+    buffer = {
+        "read-only": b"12345678",
+        "misaligned": memoryview(bytearray(9))[1:],  # writable, long enough
+        "misaligned int64s": memoryview(counts).cast("B")[4:12],
+        "short": memoryview(counts).cast("B")[:4],  # writable and aligned: the parser would store past its end
+    }[bad]
     with pytest.raises((ValueError, TypeError)):
-        _native.decode(_WHOLE, 0, len(_WHOLE), -1, False, bad)
+        _native.decode(_WHOLE, 0, len(_WHOLE), -1, False, buffer)
+    assert counts.tolist() == [0, 0]
 
 
 def test_the_native_parser_reports_progress_while_it_parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
