@@ -31,6 +31,17 @@ def fmt(template: str, *args: pl.Expr | str) -> pl.Expr:
     return pl.concat_str(exprs)
 
 
+def us_text(ns: pl.Expr) -> pl.Expr:
+    """Int64 ns as exact decimal µs text ("-1.234", "1700000000000000.125"), as ntrace.units.us_text writes one value: JSON numbers without float rounding, a column at a time.
+
+    Widened to Int128 first: the magnitude of the smallest Int64 does not fit an Int64.
+    """
+    wide = ns.cast(pl.Int128)
+    mag = wide.abs()
+    sign = pl.when(wide < 0).then(pl.lit("-")).otherwise(pl.lit(""))
+    return pl.concat_str(sign, (mag // 1000).cast(pl.String), pl.lit("."), (mag % 1000).cast(pl.String).str.zfill(3))
+
+
 def lookup(values: pl.Series, positions: pl.Series) -> pl.Series:
     """values[positions], null where a position is null: looked up directly, as row indices, where `gather` builds a one-expression query (most of its cost on a small frame)."""
     return values[positions.cast(pl.UInt32)]

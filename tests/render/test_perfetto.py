@@ -8,13 +8,12 @@ from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
-import polars as pl
 from click.testing import CliRunner
 
 from helpers import write_trace, x
 from ntrace import load
 from ntrace.cli import main
-from ntrace.render.perfetto import GAP_CATEGORY, export_perfetto, perfetto_json, us_text
+from ntrace.render.perfetto import GAP_CATEGORY, export_perfetto, perfetto_json
 
 
 def _small(path: Path) -> Path:
@@ -37,11 +36,6 @@ def _small(path: Path) -> Path:
 
 def _events(doc: dict) -> list[dict]:
     return doc["traceEvents"]
-
-
-def test_us_text_is_exact() -> None:
-    ns = pl.Series([0, 1, 999, 1000, 1_661_938_466_304_581_123, -1234])
-    assert pl.select(us_text(pl.lit(ns))).to_series().to_list() == ["0.000", "0.001", "0.999", "1.000", "1661938466304581.123", "-1.234"]
 
 
 def test_structure(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from ntrace.analyses.device import ENGINES, DeviceReport
 from ntrace.analyses.memory import OP_COLUMNS as MEMORY_OP_COLUMNS
 from ntrace.analyses.memory import device_label
 from ntrace.analyses.ops import OpView, op_table
-from ntrace.exprs import each_on_polars_thread
+from ntrace.exprs import each_on_polars_thread, us_text as us_text_of
 from ntrace.errors import json_safe
 from ntrace.render.tables import rank_figure_name
 from ntrace.neuron.artifacts import Session
@@ -54,6 +54,29 @@ def _stats(row: dict[str, Any]) -> dict[str, Any]:
     return out | ({"share": row["share"]} if row["share"] is not None else {})
 
 
+def _us_columns(frame: pl.DataFrame, columns: Sequence[str]) -> list[list[orjson.Fragment | None]]:
+    """Each of `columns` (Int64 ns) as exact_us gives its values, formatted in one query: long captures hold steps by the ten thousand, too many for a call per value."""
+    texts = frame.select(us_text_of(pl.col(c)).alias(c) for c in columns)
+    return [[None if t is None else orjson.Fragment(t) for t in texts.get_column(c).to_list()] for c in columns]
+
+
+def _steps(summary: Summary) -> list[dict[str, Any]]:
+    """The steps with their host busy time per lane (the lanes with a busy column, in column order) and their devices, walked column by column."""
+    steps, per_device = summary.steps, summary.step_devices
+    busy = [c.removesuffix("_busy") for c in steps.columns if c.endswith("_busy")]
+    devices: dict[int, list[dict[str, Any]]] = {}
+    for step, device, events, busy_us, idle_us, span_us in zip(
+        per_device["step"].to_list(), per_device["device"].to_list(), per_device["events"].to_list(), *_us_columns(per_device, ("busy", "idle", "span"))
+    ):
+        devices.setdefault(step, []).append({"device": device, "events": events, "busy_us": busy_us, "idle_us": idle_us, "span_us": span_us})
+    return [
+        {"step": step, "name": name, "start_us": start_us, "dur_us": dur_us, "host_busy_us": dict(zip(busy, lanes)), "devices": devices.get(step, [])}
+        for step, name, start_us, dur_us, *lanes in zip(
+            steps["step"].to_list(), steps["name"].to_list(), *_us_columns(steps, ("start", "dur", *(f"{lane}_busy" for lane in busy)))
+        )
+    ]
+
+
 def summary_dict(summary: Summary, session: Session | None, view: OpView = OpView(), joined: DeviceJoin | None = None) -> dict[str, Any]:
     """One trace as a JSON-ready dict (exact µs); every number comes from its summary's frames."""
     # the small frames are grouped here by walking their rows: a Polars filter per lane or step costs more than the rows on small traces, rendered by the thousand
@@ -65,11 +88,7 @@ def summary_dict(summary: Summary, session: Session | None, view: OpView = OpVie
          "categories": categories.get(row["lane"], {})}
         for row in summary.lanes.iter_rows(named=True)
     ]  # fmt: skip
-    devices: dict[int, list[dict[str, Any]]] = {}
-    for d in summary.step_devices.iter_rows(named=True):
-        devices.setdefault(d["step"], []).append(d)
     tracks = list(summary.tracks.iter_rows(named=True))
-    busy = [c.removesuffix("_busy") for c in summary.steps.columns if c.endswith("_busy")]  # the lanes with a busy column, in column order
     outside_events, outside_ns = summary.outside_steps
     return {
         "trace": summary.shown_path,
@@ -90,20 +109,7 @@ def summary_dict(summary: Summary, session: Session | None, view: OpView = OpVie
             if r["lane"] == "hardware"
         ],
         "gaps": {row["kind"]: _stats(row) for row in summary.gaps.iter_rows(named=True)},
-        "steps": [
-            {
-                "step": r["step"],
-                "name": r["name"],
-                "start_us": exact_us(r["start"]),
-                "dur_us": exact_us(r["dur"]),
-                "host_busy_us": {lane: exact_us(r[f"{lane}_busy"]) for lane in busy},
-                "devices": [
-                    {"device": d["device"], "events": d["events"], "busy_us": exact_us(d["busy"]), "idle_us": exact_us(d["idle"]), "span_us": exact_us(d["span"])}
-                    for d in devices.get(r["step"], [])
-                ],
-            }
-            for r in summary.steps.iter_rows(named=True)
-        ],
+        "steps": _steps(summary),
         "outside_steps": {"events": outside_events, "total_us": exact_us(outside_ns)},
         "ops": ops_dicts(op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns, view)),
         "op_totals": {"self_cpu_us": exact_us(summary.self_cpu_ns), "device_time_us": exact_us(summary.device_ns)},

@@ -27,7 +27,7 @@ import polars as pl
 
 from ntrace.analyses.totals import track
 from ntrace.errors import NtraceError
-from ntrace.exprs import fmt
+from ntrace.exprs import fmt, us_text
 from ntrace.io.files import read_json
 from ntrace.io.atomic import write_bytes
 from ntrace.lanes import LANES
@@ -40,13 +40,6 @@ _PHASES = ("X", "i", "I", "C")
 
 #: args keys written back, in Kineto's spelling, from the events frame's columns.
 _ARGS = {"External id": "external_id", "correlation": "correlation", "Sequence number": "sequence", "stream": "stream", "device": "device"}
-
-
-def us_text(ns: pl.Expr) -> pl.Expr:
-    """Int64 ns as exact decimal µs text ("-1.234", "1700000000000000.125"): JSON numbers without float rounding."""
-    mag = ns.abs()
-    sign = pl.when(ns < 0).then(pl.lit("-")).otherwise(pl.lit(""))
-    return pl.concat_str(sign, (mag // 1000).cast(pl.String), pl.lit("."), (mag % 1000).cast(pl.String).str.zfill(3))
 
 
 def _json_text(col: str) -> pl.Expr:
