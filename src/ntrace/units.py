@@ -17,9 +17,10 @@ def fmt_time(ns: int | float | None) -> str:
     if ns is None:
         return "-"
     t = ns / 1000.0
-    if abs(t) >= 1e6:
+    magnitude = abs(t)
+    if magnitude >= 1e6:
         return f"{t / 1e6:.3f}s"
-    if abs(t) >= 1e3:
+    if magnitude >= 1e3:
         return f"{t / 1e3:.3f}ms"
     return f"{t:.3f}us"
 

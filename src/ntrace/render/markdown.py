@@ -11,7 +11,7 @@ from ntrace.errors import terminal_text
 from ntrace.exprs import each_on_polars_thread
 from ntrace.neuron.artifacts import Session
 from ntrace.render.tables import (
-    artifact_files_frame, cell, compare_frame, compare_notes, diff_gaps_frame, diff_lanes_frame, diff_ops_frame, gaps_frame, hardware_tracks_frame,
+    artifact_files_frame, compare_frame, compare_notes, diff_gaps_frame, diff_lanes_frame, diff_ops_frame, frame_cells, gaps_frame, hardware_tracks_frame,
     device_frame, device_ops_frame, header, memory_devices_frame, memory_ops_frame, rank_collectives_frame, rank_stats_frame, ranks_frame, stragglers_frame, kernels_frame, lanes_frame, ops_frame, step_devices_frame, steps_frame, summary_frame, variant_names,
 )
 from ntrace.summary import Summary
@@ -30,7 +30,8 @@ def frame_table(frame: pl.DataFrame) -> str:
     numeric = [t.is_numeric() for t in frame.dtypes]
     head = "| " + " | ".join(header(c).translate(_ESCAPES) for c in frame.columns) + " |"
     rule = "|" + "|".join("---:" if n else ":---" for n in numeric) + "|"
-    body = ["| " + " | ".join(cell(c, v).translate(_ESCAPES) for c, v in zip(frame.columns, row)) + " |" for row in frame.iter_rows()]
+    columns = [values if n else [v.translate(_ESCAPES) for v in values] for values, n in zip(frame_cells(frame), numeric)]  # a number's text holds no | or newline
+    body = ["| " + " | ".join(row) + " |" for row in zip(*columns)]
     return "\n".join([head, rule, *body])
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import polars as pl
 
@@ -51,32 +51,46 @@ def variant_names(profiles: Sequence[Summary], root: Path) -> list[str]:
 __all__ = ["header"]
 
 
-def cell(column: str, value: object) -> str:
-    """One value for people by its column's unit (ntrace.render.columns): `*_us` as a torch-style time, shares and `*_pct` as percentages, integers with separators."""
-    if value is None:
-        return "-"
+def cells(column: str, values: Iterable[object]) -> list[str]:
+    """The values of one column for people, by its unit (ntrace.render.columns): `*_us` as torch-style times, shares and `*_pct` as percentages, integers with separators, nulls as "-".
+
+    Each type's formatter is picked once per column, not per value: long captures hold steps by the ten thousand.
+    """
+    values = list(values)
+    picked = {kind: _formatter(column, kind) for kind in set(map(type, values))}
+    return ["-" if v is None else picked[type(v)](v) for v in values]
+
+
+def frame_cells(frame: pl.DataFrame) -> list[list[str]]:
+    """Every value of a display frame as `cells` writes it: one list of texts per column."""
+    return [cells(c, frame.get_column(c).to_list()) for c in frame.columns]
+
+
+def _formatter(column: str, kind: type) -> Callable[[Any], str]:
+    """How `cells` writes a value of Python type `kind` (never None) in `column`."""
     column = base_name(column)
-    if column.endswith("_us") and isinstance(value, (int, float)):
-        return fmt_time(value * 1000)
-    if column.endswith("_change_pct") and isinstance(value, float):
-        return f"{value:+.1f}%"
-    if column.endswith("_pct") and isinstance(value, float):
-        return f"{value:.2f}%"
-    if (column == "share" or column.endswith("_share")) and isinstance(value, float):
-        return fmt_pct(value)
-    if column.endswith("_mem") and isinstance(value, int):
-        return size(value)
-    if column.endswith("_bytes_per_s") and isinstance(value, float):
-        return rate(value)
-    if column == "speedup" and isinstance(value, float):
-        return f"{value:.2f}x"
-    if isinstance(value, bool):
-        return "yes" if value else "NO" if column == "valid" else "no"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    if isinstance(value, float):
-        return f"{value:,.3f}"
-    return str(value)
+    number, real = issubclass(kind, (int, float)), issubclass(kind, float)
+    if column.endswith("_us") and number:
+        return lambda v: fmt_time(v * 1000)
+    if column.endswith("_change_pct") and real:
+        return "{:+.1f}%".format
+    if column.endswith("_pct") and real:
+        return "{:.2f}%".format
+    if (column == "share" or column.endswith("_share")) and real:
+        return fmt_pct
+    if column.endswith("_mem") and issubclass(kind, int):
+        return size
+    if column.endswith("_bytes_per_s") and real:
+        return rate
+    if column == "speedup" and real:
+        return "{:.2f}x".format
+    if issubclass(kind, bool):
+        return (lambda v: "yes" if v else "NO") if column == "valid" else (lambda v: "yes" if v else "no")
+    if issubclass(kind, int):
+        return "{:,}".format
+    if real:
+        return "{:,.3f}".format
+    return str
 
 
 def ops_frame(summary: Summary, view: OpView = OpView()) -> pl.DataFrame:

@@ -18,7 +18,7 @@ from ntrace.summary import Summary
 from ntrace.units import count, fmt_pct, fmt_time, plural, rate, size
 from ntrace.render.columns import header, headers
 from ntrace.render.tables import (
-    cell, compare_notes, diff_gaps_frame, memory_devices_frame, memory_ops_frame, rank_collectives_frame, rank_stats_frame, ranks_frame, stragglers_frame,
+    compare_notes, diff_gaps_frame, frame_cells, memory_devices_frame, memory_ops_frame, rank_collectives_frame, rank_stats_frame, ranks_frame, stragglers_frame,
 )
 from ntrace.workflows.analyze import Analysis
 from ntrace.workflows.compare import Comparison
@@ -568,7 +568,7 @@ def device_join_text(joined: DeviceJoin, session: Session | None) -> str:
 
 def _frame_text(frame: pl.DataFrame, left: int = 1) -> str:
     """A display frame (ntrace.render.tables) as an aligned table, each value as people read it."""
-    return table([header(c) for c in frame.columns], [[cell(c, v) for c, v in zip(frame.columns, row)] for row in frame.iter_rows()], left=left)
+    return table([header(c) for c in frame.columns], [list(row) for row in zip(*frame_cells(frame))], left=left)
 
 
 @terminal_text

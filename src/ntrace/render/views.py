@@ -19,7 +19,7 @@ from ntrace.analyses.stats import stats
 from ntrace.analyses.steps import HOST_LANES
 from ntrace.analyses.findings import MAX_DISPATCH_GAP
 from ntrace.analyses.verdict import IDLE_BOUND_PCT, verdict
-from ntrace.render.tables import cell, device_frame, header, kernels_frame, memory_devices_frame, memory_ops_frame, ops_frame, step_devices_frame, steps_frame
+from ntrace.render.tables import cells, device_frame, header, kernels_frame, memory_devices_frame, memory_ops_frame, ops_frame, step_devices_frame, steps_frame
 from ntrace.summary import Summary
 from ntrace.units import fmt_pct, fmt_time, plural, size
 from ntrace.workflows.device import DeviceAnalysis
@@ -37,21 +37,21 @@ def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _cell(column: str, value: object) -> str:
-    return ", ".join(str(v) for v in value) if isinstance(value, list) else cell(column, value)
+def _cells(column: str, values: list[Any]) -> list[str]:
+    """A column's cells as the Markdown renderer writes them, a list value as its items joined."""
+    return [", ".join(str(x) for x in v) if isinstance(v, list) else text for v, text in zip(values, cells(column, values))]
 
 
 def table(frame: pl.DataFrame, cls: str = "", *, top: int = 0, search: bool = False) -> str:
     """A display frame as an HTML table (cells as the Markdown renderer writes them); numeric cells carry their value for sorting; `top` rows shown until "show all", a filter box when `search`."""
     numeric = [t.is_numeric() for t in frame.dtypes]
     head = "".join(f'<th title="sort">{esc(header(c))}</th>' for c in frame.columns)
-    rows = [
-        "<tr>" + "".join(
-            f'<td class=num data-v="{v if v is not None else ""}">{esc(_cell(c, v))}</td>' if n else f"<td>{esc(_cell(c, v))}</td>"
-            for c, v, n in zip(frame.columns, row, numeric)
-        ) + "</tr>"
-        for row in frame.iter_rows()
-    ]  # fmt: skip
+    columns = []  # each column's <td> elements, built column by column
+    for c, n in zip(frame.columns, numeric):
+        values = frame.get_column(c).to_list()
+        texts = _cells(c, values) if n else [esc(t) for t in _cells(c, values)]  # a number's text holds nothing to escape
+        columns.append([f'<td class=num data-v="{"" if v is None else v}">{t}</td>' for v, t in zip(values, texts)] if n else [f"<td>{t}</td>" for t in texts])
+    rows = ["<tr>" + "".join(row) + "</tr>" for row in zip(*columns)]
     top_attr = f' data-top="{top}"' if top and frame.height > top else ""
     controls = '<input class="tfilter" type="search" placeholder="filter rows">' if search else ""
     more = f'<button class="tmore">show all {frame.height:,} rows</button>' if top_attr else ""
