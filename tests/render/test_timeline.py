@@ -8,6 +8,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helpers import write_trace, x
 from ntrace import analyze
@@ -46,6 +48,31 @@ def test_depth_rows_follow_nesting_and_never_overlap(seed: int) -> None:
     for (_, _, _), part in out.sort("ts").group_by("lane", "track", "depth", maintain_order=True):
         starts, ends = part["ts"].to_list(), part["end"].to_list()
         assert all(s >= e for s, e in zip(starts[1:], ends))  # one depth's events never overlap
+
+
+def _stack_depths(rows: list[tuple[str, str, int, int]]) -> list[int]:
+    """The oracle: per row (lane, track, ts, end), in input order, the size of its track's stack at its start, walking each track by start (longer first, then input order) and popping while the top has ended."""
+    order = sorted(range(len(rows)), key=lambda i: (rows[i][0], rows[i][1], rows[i][2], -rows[i][3], i))
+    depth = [0] * len(rows)
+    stacks: dict[tuple[str, str], list[int]] = {}
+    for i in order:
+        lane, track, ts, end = rows[i]
+        stack = stacks.setdefault((lane, track), [])
+        while stack and stack[-1] <= ts:
+            stack.pop()
+        depth[i] = len(stack)
+        stack.append(end)
+    return depth
+
+
+@given(st.lists(st.tuples(st.sampled_from(["framework", "hardware"]), st.sampled_from(["a", "b"]), st.integers(0, 60), st.integers(0, 30)), max_size=80))
+@settings(max_examples=300, deadline=None)
+def test_depths_equal_a_stack_walk(spans: list[tuple[str, str, int, int]]) -> None:
+    rows = [(lane, track, ts, ts + dur) for lane, track, ts, dur in spans]
+    frame = pl.DataFrame({"lane": [r[0] for r in rows], "track": [r[1] for r in rows], "ts": [r[2] for r in rows], "end": [r[3] for r in rows], "i": list(range(len(rows)))},
+                         schema={"lane": pl.String, "track": pl.String, "ts": pl.Int64, "end": pl.Int64, "i": pl.Int64})  # fmt: skip
+    got = tl.depths(frame).sort("i")["depth"].to_list()
+    assert got == _stack_depths(rows)
 
 
 def _kernel_trace(tmp_path: Path, n: int, seed: int = 7) -> tuple[Path, list[tuple[int, int]]]:

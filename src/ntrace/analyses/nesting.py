@@ -45,8 +45,8 @@ def tree_order(events: pl.DataFrame) -> pl.DataFrame:
 def previous_reaching(values: pl.Series, thresholds: pl.Series, first: pl.Series) -> pl.Series:
     """Per position i: the nearest earlier position j of its run (`first` marks where runs start) with values[j] ≥ thresholds[i], or null.
 
-    Needs thresholds[i] − values[i] ∈ {0, 1} (integers): then every jump skips only values below
-    the threshold of the position jumping.
+    Needs every jump to skip only values below the threshold of the position jumping, which holds
+    when thresholds[i] − values[i] ∈ {0, 1} (integers), or when thresholds never decrease along a run.
     """
     n = values.len()
     positions = pl.int_range(n, dtype=pl.Int64, eager=True)

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import polars as pl
 
+from ntrace.analyses.nesting import depths as ancestors, previous_reaching
 from ntrace.exprs import fmt
 from ntrace.lanes import LANES
 from ntrace.summary import Summary, Timeline
@@ -34,24 +35,16 @@ SMALL_ROW = 2000
 def depths(events: pl.DataFrame) -> pl.DataFrame:
     """The events (lane, track, ts, end, …) with `depth`: the size of a stack per lane and track (popped while its top has ended) at the event's start, so one depth's events never overlap.
 
-    A loop over events, for a reason: torch's tree (analyses.nesting, vectorized) places a span
-    that outlives its container beside it, overlapping it, and a row of the drawing must not
-    hold two overlapping bars.
+    A stack, not torch's tree (analyses.nesting): the tree places a span that outlives its
+    container beside it, overlapping it, and a row of the drawing must not hold two overlapping
+    bars. Walked in (start, longer first) order, what is left on the stack under an event is the
+    nearest earlier event of its track that ends after it starts, and that one's own stack: so
+    `previous_reaching` finds it for every event at once, and the depth is its number of ancestors.
     """
     ordered = events.sort(["lane", "track", "ts", "end"], descending=[False, False, False, True], maintain_order=True)
-    keys = (ordered["lane"] + "\0" + ordered["track"]).to_list()
-    starts, ends = ordered["ts"].to_list(), ordered["end"].to_list()
-    out: list[int] = []
-    stack: list[int] = []
-    current = None
-    for key, ts, end in zip(keys, starts, ends):
-        if key != current:
-            current, stack = key, []
-        while stack and stack[-1] <= ts:
-            stack.pop()
-        out.append(len(stack))
-        stack.append(end)
-    return ordered.with_columns(depth=pl.Series(out, dtype=pl.Int64))
+    first = ordered.select(((pl.col("lane") != pl.col("lane").shift(1)) | (pl.col("track") != pl.col("track").shift(1))).fill_null(True)).to_series()
+    below = previous_reaching(ordered["end"] - 1, ordered["ts"], first)  # end − 1 ≥ ts: ends after the start
+    return ordered.with_columns(depth=ancestors(below))
 
 
 def _rows(events: pl.DataFrame) -> pl.DataFrame:
