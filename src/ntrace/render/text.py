@@ -27,16 +27,22 @@ from ntrace.workflows.diff import Diff
 from ntrace.workflows.ranks import ALIGNMENT_RULE, RankAnalysis
 
 
-def table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
-    """An aligned plain-text table: the first `left` columns left-aligned, the rest right-aligned; control characters in cells escaped."""
-    headers, rows = [one_line(h) for h in headers], [[one_line(c) for c in r] for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+def table(headers: list[str], rows: Sequence[Sequence[str]], left: int = 1) -> str:
+    """An aligned plain-text table of rows of cells: the first `left` columns left-aligned, the rest right-aligned; control characters in cells escaped."""
+    return column_table(headers, [list(column) for column in zip(*rows)] if rows else [[] for _ in headers], left)
 
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([rule, line(headers), rule, *(line(r) for r in rows), rule])
+def column_table(headers: list[str], columns: Sequence[Sequence[str]], left: int = 1) -> str:
+    """`table` of its columns of cells, each padded as a whole: long captures hold steps by the ten thousand."""
+    headers = [one_line(h) for h in headers]
+    padded = []
+    for i, (head, column) in enumerate(zip(headers, columns)):
+        cells = [one_line(c) for c in column]
+        width = max(len(head), *map(len, cells)) if cells else len(head)
+        padded.append([c.ljust(width) if i < left else c.rjust(width) for c in [head, *cells]])
+    rule = "  ".join("-" * len(column[0]) for column in padded)
+    lines = ["  ".join(cells).rstrip() for cells in zip(*padded)]
+    return "\n".join([rule, lines[0], rule, *lines[1:], rule])
 
 
 #: Rows of the op table `--format table` shows unless `--top` or `--all` says otherwise.
@@ -137,28 +143,29 @@ def _gaps_text(summary: Summary) -> str:
     return table(headers("kind", "count", "total_us", "p50_us", "p90_us", "max_us", "share"), rows)
 
 
+def _texts(values: pl.Series) -> list[str]:
+    """Each value as str() writes it."""
+    return [str(v) for v in values.to_list()]
+
+
 def _steps_text(summary: Summary) -> list[str]:
     """The step tables: host busy per lane inside each step's CPU window, then per device the work each step launched, then the work no step launched."""
     steps = summary.steps
     lanes = [lane for lane in LANES if f"{lane}_busy" in steps.columns]
     out = ["", "Profiler steps: host busy per lane inside each step's CPU window"]
-    out.append(
-        table(
-            headers("step", "name", "dur_us", *(f"host_busy_us.{lane}" for lane in lanes)),
-            [[str(r["step"]), r["name"], fmt_time(r["dur"]), *(fmt_time(r[f"{lane}_busy"]) for lane in lanes)] for r in steps.iter_rows(named=True)],
-            left=2,
-        )
-    )
+    times = [[fmt_time(v) for v in steps[c].to_list()] for c in ("dur", *(f"{lane}_busy" for lane in lanes))]
+    out.append(column_table(headers("step", "name", "dur_us", *(f"host_busy_us.{lane}" for lane in lanes)), [_texts(steps["step"]), steps["name"].to_list(), *times], left=2))
     devices = summary.step_devices
     if devices.height:
         names = dict(zip(steps["step"].to_list(), steps["name"].to_list()))
         out += ["", "Profiler steps: device work each step launched (busy + idle = span, per device)"]
         out.append(
-            table(
+            column_table(
                 headers("step", "name", "device", "events", "busy_us", "idle_us", "span_us"),
-                [[str(r["step"]), names.get(r["step"], "-"), r["device"], str(r["events"]), fmt_time(r["busy"]), fmt_time(r["idle"]), fmt_time(r["span"])] for r in devices.iter_rows(named=True)],
+                [_texts(devices["step"]), [names.get(step, "-") for step in devices["step"].to_list()], devices["device"].to_list(), _texts(devices["events"]),
+                 *([fmt_time(v) for v in devices[c].to_list()] for c in ("busy", "idle", "span"))],
                 left=3,
-            )
+            )  # fmt: skip
         )
     count, ns = summary.outside_steps
     if count:
@@ -568,7 +575,7 @@ def device_join_text(joined: DeviceJoin, session: Session | None) -> str:
 
 def _frame_text(frame: pl.DataFrame, left: int = 1) -> str:
     """A display frame (ntrace.render.tables) as an aligned table, each value as people read it."""
-    return table([header(c) for c in frame.columns], [list(row) for row in zip(*frame_cells(frame))], left=left)
+    return column_table([header(c) for c in frame.columns], frame_cells(frame), left=left)
 
 
 @terminal_text
