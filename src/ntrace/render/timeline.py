@@ -42,7 +42,7 @@ def depths(events: pl.DataFrame) -> pl.DataFrame:
     `previous_reaching` finds it for every event at once, and the depth is its number of ancestors.
     """
     ordered = events.sort(["lane", "track", "ts", "end"], descending=[False, False, False, True], maintain_order=True)
-    first = ordered.select(((pl.col("lane") != pl.col("lane").shift(1)) | (pl.col("track") != pl.col("track").shift(1))).fill_null(True)).to_series()
+    first = ordered.select(pl.col("lane").ne_missing(pl.col("lane").shift(1)) | pl.col("track").ne_missing(pl.col("track").shift(1))).to_series()
     below = previous_reaching(ordered["end"] - 1, ordered["ts"], first)  # end − 1 ≥ ts: ends after the start
     return ordered.with_columns(depth=ancestors(below))
 
