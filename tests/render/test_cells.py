@@ -46,8 +46,7 @@ def test_markdown_escapes_text_cells_only() -> None:
 
 
 def test_html_table_escapes_text_and_keeps_values_for_sorting() -> None:
-    frame = pl.DataFrame({"name": ["<b>&"], "events": [1234], "dims": [[1, 2]]})
+    frame = pl.DataFrame({"name": ["<b>&", None], "events": [1234, None], "dims": [[1, 2], None]})
     html = table(frame)
-    assert "<td>&lt;b&gt;&amp;</td>" in html
-    assert '<td class=num data-v="1234">1,234</td>' in html
-    assert "<td>1, 2</td>" in html
+    assert "<tr><td>&lt;b&gt;&amp;</td><td class=num data-v=\"1234\">1,234</td><td>1, 2</td></tr>" in html
+    assert '<tr><td>-</td><td class=num data-v="">-</td><td>-</td></tr>' in html

@@ -37,9 +37,11 @@ def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _cells(column: str, values: list[Any]) -> list[str]:
-    """A column's cells as the Markdown renderer writes them, a list value as its items joined."""
-    return [", ".join(str(x) for x in v) if isinstance(v, list) else text for v, text in zip(values, cells(column, values))]
+def _cells(column: str, dtype: pl.DataType, values: list[Any]) -> list[str]:
+    """A column's cells as the Markdown renderer writes them; a list column's as each list's items joined."""
+    if isinstance(dtype, (pl.List, pl.Array)):
+        return ["-" if v is None else ", ".join(str(x) for x in v) for v in values]
+    return cells(column, values)
 
 
 def table(frame: pl.DataFrame, cls: str = "", *, top: int = 0, search: bool = False) -> str:
@@ -47,9 +49,9 @@ def table(frame: pl.DataFrame, cls: str = "", *, top: int = 0, search: bool = Fa
     numeric = [t.is_numeric() for t in frame.dtypes]
     head = "".join(f'<th title="sort">{esc(header(c))}</th>' for c in frame.columns)
     columns = []  # each column's <td> elements, built column by column
-    for c, n in zip(frame.columns, numeric):
+    for (c, dtype), n in zip(frame.schema.items(), numeric):
         values = frame.get_column(c).to_list()
-        texts = _cells(c, values) if n else [esc(t) for t in _cells(c, values)]  # a number's text holds nothing to escape
+        texts = _cells(c, dtype, values) if n else [esc(t) for t in _cells(c, dtype, values)]  # a number's text holds nothing to escape
         columns.append([f'<td class=num data-v="{"" if v is None else v}">{t}</td>' for v, t in zip(values, texts)] if n else [f"<td>{t}</td>" for t in texts])
     rows = ["<tr>" + "".join(row) + "</tr>" for row in zip(*columns)]
     top_attr = f' data-top="{top}"' if top and frame.height > top else ""
