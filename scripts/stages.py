@@ -19,7 +19,7 @@ import time
 
 T0 = time.perf_counter()
 import ntrace  # noqa: E402
-from ntrace.analyses.ops import OpView  # noqa: E402
+from ntrace.analyses.opview import OpView  # noqa: E402
 from ntrace.profile import Profile  # noqa: E402
 from ntrace.render.json import summary_dict  # noqa: E402
 

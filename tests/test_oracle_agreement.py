@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from helpers import REPO, shared_trace_files
 from ntrace import Part, load
-from ntrace.analyses.ops import OpView, op_rows
+from ntrace.analyses.ops import op_rows
+from ntrace.analyses.opview import OpView
 from ntrace.analyses.steps import HOST_LANES
 from ntrace.workflows.compare import variant_row
 from oracle import UNLINKED_ROW, compact_json, compute, compute_from_events, cut_events, load_trace_events

@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ntrace.analyses.ops import OpView
+    from ntrace.analyses.opview import OpView
     from ntrace.analyses.part import Part
     from ntrace.capture.profiling import profiling, step
     from ntrace.capture.rmsnorm import capture_study
@@ -37,7 +37,7 @@ _PUBLIC: dict[str, str] = {
     "Profile": "ntrace.profile",
     "Trace": "ntrace.trace",
     "Summary": "ntrace.summary",
-    "OpView": "ntrace.analyses.ops",
+    "OpView": "ntrace.analyses.opview",
     "Part": "ntrace.analyses.part",
     # every trace under a path
     "analyze": "ntrace.workflows.analyze",

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NoReturn, T
 
 import click
 
-if TYPE_CHECKING:  # concurrent.futures is imported only where a pool is made
+if TYPE_CHECKING:  # imported where used: concurrent.futures where a pool is made, Polars (under Part and Jobs) once a command runs
     from concurrent.futures import Executor
+    from ntrace.analyses.part import Part
     from ntrace.workflows.analyze import Jobs
 
 # Polars' allocator (jemalloc) holds freed pages 0.5 s, then 1 s more, before returning them; the analysis
@@ -30,8 +31,7 @@ if TYPE_CHECKING:  # concurrent.futures is imported only where a pool is made
 # value the user set wins.
 os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:100,muzzy_decay_ms:0,oversize_threshold:65536")
 
-from ntrace.analyses.ops import SORT_KEYS, OpView  # noqa: E402
-from ntrace.analyses.part import Part  # noqa: E402
+from ntrace.analyses.opview import SORT_KEYS, OpView  # noqa: E402
 from ntrace.errors import NtraceError, Terminated, one_line  # noqa: E402
 from ntrace.io.atomic import remove_partial_files  # noqa: E402
 from ntrace.io.progress import reporting  # noqa: E402
@@ -303,6 +303,10 @@ def analyze(
     top: int | None, all_rows: bool, group_by_shape: bool, recompute: bool, csv_table: str | None,
 ) -> None:  # fmt: skip
     """Analyze a trace file, or every trace under a directory or an fsspec URL (s3://bucket/prefix): lanes, tracks, dispatch gaps, steps, the op and kernel tables, findings."""
+    if not plain and max_events is None and address is None:  # decode a large trace file while the analysis is imported
+        from ntrace.io import read_ahead
+
+        read_ahead(path)
     from ntrace.render.text import TABLE_TOP
     from ntrace.workflows.analyze import analyze as run
 
@@ -319,6 +323,8 @@ def analyze(
 
 def _part(window: str | None, steps: str | None) -> Part | None:
     """--window START:END or --steps N-M as a Part (None without either); a click usage error (exit 2) when malformed or both are given."""
+    from ntrace.analyses.part import Part
+
     if window is not None and steps is not None:
         raise click.UsageError("--window and --steps: give one of them")
     if steps is not None:
@@ -720,7 +726,7 @@ def run() -> None:
     """
     import atexit
 
-    signal.signal(signal.SIGINT, _on_sigint)  # Polars (imported above) may have taken Ctrl-C over
+    signal.signal(signal.SIGINT, _on_sigint)  # before a command imports Polars, which leaves these in place (tests/test_signals.py)
     signal.signal(signal.SIGTERM, _on_sigterm)
     sys.unraisablehook = _on_unraisable
     try:

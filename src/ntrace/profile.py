@@ -18,7 +18,7 @@ from ntrace.analyses import ops as opmod
 from ntrace.analyses import stats
 from ntrace.analyses.links import ACTIVITY, CALL, launch_links
 from ntrace.analyses.ranks import COLLECTIVE, COMMUNICATION_SCHEMA, collective_instances, communication_time, rank_figures, rank_summary
-from ntrace.analyses.ops import OpView
+from ntrace.analyses.opview import OpView
 from ntrace.analyses.steps import DEVICE_SCHEMA, device_work, host_busy, is_step, launch_step, overlapping, step_windows
 from ntrace.analyses.totals import lane_categories, lane_totals, spans, track, track_totals, window
 from ntrace.exprs import fmt, on_polars_thread

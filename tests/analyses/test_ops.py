@@ -15,7 +15,8 @@ import pytest
 
 from helpers import REAL_TRACES, write_trace, x
 from ntrace import load
-from ntrace.analyses.ops import SORT_KEYS, UNLINKED, OpView
+from ntrace.analyses.ops import UNLINKED
+from ntrace.analyses.opview import SORT_KEYS, OpView
 from ntrace.units import fmt_time
 
 

@@ -11,30 +11,14 @@ every `ProfilerStep#N` named `ProfilerStep*`. Device activities no op launched f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import polars as pl
 
+from ntrace.analyses.opview import SORT_KEYS, OpView
 from ntrace.analyses.nesting import HOST_EVENT, climb, innermost_open, subtree_sums, tree
 from ntrace.exprs import lookup
 from ntrace.lanes import lower_is
 
 UNLINKED = "[unlinked device time]"
-
-#: torch's sort keys (key_averages().table(sort_by=...)) → the op table column they sort on.
-SORT_KEYS: dict[str, str] = {
-    "self_cpu_time_total": "self_cpu",
-    "cpu_time_total": "cpu_total",
-    "cpu_time": "cpu_avg",
-    "self_device_time_total": "self_device",
-    "self_cuda_time_total": "self_device",
-    "self_privateuse1_time_total": "self_device",
-    "device_time_total": "device_total",
-    "cuda_time_total": "device_total",
-    "privateuse1_time_total": "device_total",
-    "device_time": "device_avg",
-    "count": "calls",
-}
 
 #: Category (lowercase) → device name, first match wins; ROCm traces write CUDA categories and torch calls them CUDA too.
 _DEVICE_CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -186,19 +170,6 @@ def op_groups(counted: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
         extra = {"name": [UNLINKED], "user_annotation": [False], "input_dims": [None], "calls": [unlinked.height], "self_cpu": [0], "cpu_total": [0], "self_device": [total], "device_total": [total]}
         rows = pl.concat([rows, pl.DataFrame(extra, schema=GROUP_SCHEMA)])
     return rows.sort(_KEYS, nulls_last=False)
-
-
-@dataclass(frozen=True)
-class OpView:
-    """How the op table is shown: sorted by a torch sort key (SORT_KEYS), its first `top` rows (all when None), one row per (name, input shapes) when `group_by_shape`."""
-
-    sort_by: str = "self_cpu_time_total"
-    top: int | None = None
-    group_by_shape: bool = False
-
-    def __post_init__(self) -> None:
-        if self.sort_by not in SORT_KEYS:
-            raise ValueError(f"unknown sort key {self.sort_by!r}; use one of {', '.join(SORT_KEYS)}")
 
 
 def op_table(groups: pl.DataFrame, self_cpu_ns: int, device_ns: int, view: OpView = OpView()) -> pl.DataFrame:

@@ -41,6 +41,23 @@ def read_trace(path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] 
     return summable(_valid_names(trace))
 
 
+def read_ahead(path: str | Path) -> None:
+    """Start decoding the events of the JSON trace file at `path` on a thread, unless the memo already holds its summary; the next read_trace of that file, by the fast decoder and in full, takes them.
+
+    Called before Polars and the analysis are imported (the CLI's `analyze` does), the decode
+    and those imports share the cores. Only a large trace file is read ahead (ntrace.io.kineto).
+    """
+    from ntrace.io import memo
+    from ntrace.io.kineto import read_ahead as start
+
+    path = Path(path)
+    if not path.name.lower().endswith(".json"):
+        return
+    entry = memo.entry(path, "summary")
+    if entry is None or not entry.is_file():
+        start(path)
+
+
 def _valid_names(trace: Trace) -> Trace:
     """The trace with a file name that is not valid UTF-8 written with escapes in its path and warnings, so every output can hold them."""
     from dataclasses import replace

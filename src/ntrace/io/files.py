@@ -178,6 +178,11 @@ def map_json(path: Path, warnings: list[str], *, factor: int = DECODE_FACTOR) ->
     return mapped
 
 
+def identity(st: os.stat_result) -> tuple[int, ...]:
+    """What tells one version of a file from another without reading it (as git's index does): device, inode, size, modification and change times (ns)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 def regular_file_error(path: Path) -> InputError | None:
     """Why `path` cannot be read as a trace file (missing, symlink loop, not a regular file), or None when it can."""
     try:

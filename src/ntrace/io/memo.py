@@ -26,13 +26,16 @@ from functools import lru_cache
 from importlib import metadata
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ntrace.errors import NtraceError, valid_text
 from ntrace.io.atomic import atomic_open
+from ntrace.io.files import identity
 from ntrace.io.manifest import manifest_candidates
 from ntrace.io.remote import COPIES_PREFIX
-from ntrace.summary import RankSummary, Summary
+
+if TYPE_CHECKING:  # imported where used: entry() is asked before Polars is imported (ntrace.io.read_ahead)
+    from ntrace.summary import RankSummary, Summary
 
 #: The kinds of entry: a trace's whole Summary, the same with what its HTML timeline draws (`report`), or the RankSummary `ntrace ranks` computes alone.
 Kind = Literal["summary", "timeline", "rank"]
@@ -56,6 +59,8 @@ _writes = 0  # entries this process has written (the size is checked every _CHEC
 
 def recall(entry: Path | None, path: Path) -> Summary | RankSummary | None:
     """What `entry` (see entry()) holds for the trace at `path`, or None (no memo, no such entry, a damaged one)."""
+    from ntrace.summary import RankSummary, Summary
+
     if entry is None or (data := _read(entry)) is None:
         return None
     found: Summary | RankSummary | None
@@ -76,6 +81,8 @@ def recall(entry: Path | None, path: Path) -> Summary | RankSummary | None:
 
 def remember(entry: Path | None, result: Summary | RankSummary) -> str | None:
     """Keep `result` in `entry` (see entry()); returns the digest of what was written, None when nothing was (the memo is off, cannot be written, or the entry would be too large)."""
+    from ntrace.summary import Summary
+
     if entry is None:
         return None
     if isinstance(result, Summary) and result.timeline is not None and result.timeline.events.estimated_size() > ENTRY_LIMIT:
@@ -238,23 +245,17 @@ def entry(path: Path, kind: Kind, fast: bool = True) -> Path | None:
     if root is None or _is_copy(path):
         return None
     try:
-        identity = [_identity(path)] + [_identity_or_absent(m) for m in manifest_candidates(path)]
-        key = _digest(repr((os.fsencode(path), fast, identity)).encode())
+        versions = [identity(os.stat(path))] + [_identity_or_absent(m) for m in manifest_candidates(path)]
+        key = _digest(repr((os.fsencode(path), fast, versions)).encode())
     except (OSError, UnicodeError):  # UnicodeError: a name with a lone surrogate, which no file system can hold
         return None
     return root / _code_dir() / (key + _SUFFIX[kind])
 
 
-def _identity(path: Path) -> tuple[int, ...]:
-    """What tells one version of a file from another without reading it: device, inode, size, modification and change times (ns)."""
-    st = os.stat(path)
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
 def _identity_or_absent(path: Path) -> tuple[int, ...] | None:
-    """_identity, or None for a file that is not there (or cannot be stat'ed)."""
+    """The identity of the file at `path` (ntrace.io.files.identity), or None for a file that is not there (or cannot be stat'ed)."""
     try:
-        return _identity(path)
+        return identity(os.stat(path))
     except OSError:
         return None
 

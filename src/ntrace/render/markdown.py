@@ -6,7 +6,7 @@ from typing import Sequence
 
 import polars as pl
 
-from ntrace.analyses.ops import OpView
+from ntrace.analyses.opview import OpView
 from ntrace.errors import terminal_text
 from ntrace.exprs import each_on_polars_thread
 from ntrace.neuron.artifacts import Session

@@ -10,7 +10,8 @@ import polars as pl
 from ntrace.analyses.device import ENGINES
 from ntrace.analyses.memory import OP_COLUMNS as MEMORY_OP_COLUMNS
 from ntrace.analyses.memory import device_label
-from ntrace.analyses.ops import OpView, op_table
+from ntrace.analyses.ops import op_table
+from ntrace.analyses.opview import OpView
 from ntrace.exprs import fmt
 from ntrace.lanes import LANES
 from ntrace.neuron.artifacts import Session

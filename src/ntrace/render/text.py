@@ -9,7 +9,8 @@ from typing import Any, Sequence
 import polars as pl
 
 from ntrace.analyses.device import ENGINES, OUTLIER_FACTOR, SMALL_DMA_BYTES, DeviceReport
-from ntrace.analyses.ops import OpView, op_table
+from ntrace.analyses.ops import op_table
+from ntrace.analyses.opview import OpView
 from ntrace.errors import one_line, terminal_text
 from ntrace.exprs import each_on_polars_thread
 from ntrace.lanes import LANES

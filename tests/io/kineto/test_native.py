@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from helpers import shared_trace_files
-from ntrace.io.kineto import _columnar, _fast, read_kineto
-from ntrace.io.kineto._windows import Uncut, outline
+from ntrace.io.kineto import _columnar, read_kineto
+from ntrace.io.kineto._windows import DOCUMENT, Uncut, outline
 
 # The extension is optional in a build without a C compiler, but ./scripts/test builds it: a missing one fails here, never skips.
 from ntrace.io.kineto import _native  # noqa: E402
@@ -74,7 +74,7 @@ def accepted(text: bytes) -> bool:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("NTRACE_NATIVE", "1")
         try:
-            found = outline(text, _fast._OUTLINE)
+            found = outline(text, DOCUMENT)
         except Uncut:
             return False
         return _columnar.columns(text, found) is not None
@@ -441,9 +441,9 @@ def test_an_ordinary_document_is_accepted_whole_and_split(tmp_path: Path, monkey
     text = ('{"schemaVersion": 1, "traceEvents": [\n  ' + ",\n  ".join(events) + '\n], "traceName": "x"}').encode()
     assert accepted(text)
     monkeypatch.delenv("NTRACE_NATIVE", raising=False)  # unset: on
-    assert _columnar.columns(text, outline(text, _fast._OUTLINE)) is not None
+    assert _columnar.columns(text, outline(text, DOCUMENT)) is not None
     monkeypatch.setenv("NTRACE_NATIVE", "0")  # off: the switch works, so the differential tests compare two paths
-    assert _columnar.columns(text, outline(text, _fast._OUTLINE)) is None
+    assert _columnar.columns(text, outline(text, DOCUMENT)) is None
     monkeypatch.delenv("NTRACE_NATIVE")
     trace = check_text(text, tmp_path)
     assert trace.events.height == 40 and trace.events["input_dims"][0] is not None
@@ -507,7 +507,7 @@ def test_times_equal_an_integer_oracle(times: list[tuple[str, str]], split: int 
         if split is not None:
             mp.setattr(_columnar, "SPLIT_MIN", split)
             mp.delenv("NTRACE_FORK", raising=False)
-        found = outline(text, _fast._OUTLINE)
+        found = outline(text, DOCUMENT)
         cols = _columnar.columns(text, found)
         assert cols is not None, "the native path declined plain decimal times"
         assert list(zip(cols["ts"].to_list(), cols["dur"].to_list())) == expected
@@ -732,7 +732,7 @@ def test_the_middle_cut_swept_across_a_trap(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("NTRACE_NATIVE", "1")
     for padding in range(0, 2 * len(_TRAP_FIELDS[trap]) + 240):  # the middle from before the trap to past it
         text = _trap_document(padding, _TRAP_FIELDS[trap])
-        found = outline(text, _fast._OUTLINE)
+        found = outline(text, DOCUMENT)
         monkeypatch.setattr(_columnar, "SPLIT_MIN", 1 << 40)
         whole = _columnar.columns(text, found)
         monkeypatch.setattr(_columnar, "SPLIT_MIN", 0)
@@ -787,7 +787,7 @@ def test_real_traces_split_in_halves(path: Path, tmp_path: Path, monkeypatch: py
 
 
 def _decoded(text: bytes) -> tuple[Any, ...]:
-    found = outline(text, _fast._OUTLINE)
+    found = outline(text, DOCUMENT)
     result = _native.decode(text, found.start, found.end)
     assert result is not None
     return result
@@ -818,7 +818,7 @@ def test_offsets_outside_the_buffer_raise(start: int, end: int) -> None:
 
 
 def test_decode_reads_any_buffer() -> None:
-    found = outline(_WHOLE, _fast._OUTLINE)
+    found = outline(_WHOLE, DOCUMENT)
     from_bytes = _native.decode(_WHOLE, found.start, found.end)
     from_array = _native.decode(bytearray(_WHOLE), found.start, found.end)
     from_view = _native.decode(memoryview(_WHOLE), found.start, found.end)
@@ -829,7 +829,7 @@ def test_decode_reads_any_buffer() -> None:
 
 def test_columns_own_their_data(tmp_path: Path) -> None:
     """Columns exported after their buffer was overwritten, freed, or (a memory map, its pages released) closed hold what was decoded."""
-    found = outline(_WHOLE, _fast._OUTLINE)
+    found = outline(_WHOLE, DOCUMENT)
     want = [pl.Series(c).to_list() for c in _decoded(_WHOLE)[0]]
     buffer = bytearray(_WHOLE)
     overwritten = _native.decode(buffer, found.start, found.end)
@@ -867,7 +867,7 @@ def test_a_cut_inside_the_last_event_is_parsed_to_the_end_once(monkeypatch: pyte
             return _native.decode(*args)
 
     monkeypatch.setattr(_columnar, "_native", Counting)
-    cols = _columnar.columns(doc, outline(doc, _fast._OUTLINE))
+    cols = _columnar.columns(doc, outline(doc, DOCUMENT))
     assert cols is not None
     assert len(calls) == 2  # the helper's (wasted) part and the first half, which covered everything
     assert all(column.n_chunks() == 1 for column in cols.values())
@@ -885,7 +885,7 @@ def _counter(slots: int = 1) -> tuple[Any, list[memoryview]]:
 
 def test_progress_counts_the_bytes_parsed() -> None:
     """decode's `progress` ends at the bytes parsed from `start` (to `reached`), whole or stopped at an element, in any slot of an array."""
-    found = outline(_WHOLE, _fast._OUTLINE)
+    found = outline(_WHOLE, DOCUMENT)
     counts, slots = _counter(3)
     whole = _native.decode(_WHOLE, found.start, found.end, -1, False, slots[2])
     assert whole is not None and counts.tolist() == [0, 0, whole[2] - found.start]

@@ -10,7 +10,6 @@ import pytest
 
 import ntrace.io.kineto._windows as windows
 from ntrace.io.kineto import read_kineto
-from ntrace.io.kineto._fast import _OUTLINE
 
 from helpers import write_trace, x
 
@@ -28,7 +27,7 @@ def _tricky(n: int) -> list[dict]:
 
 def _cut_all(text: bytes, size: int) -> tuple[list[bytes], int]:
     """The events as raw JSON, decoded window by window with windows of `size` bytes, and how many windows it took."""
-    found = windows.outline(text, _OUTLINE)
+    found = windows.outline(text, windows.DOCUMENT)
     parts = list(windows.windows(text, found, _EVENTS.decode, size))
     return [bytes(raw) for events, _ in parts for raw in events], len(parts)
 
@@ -52,7 +51,7 @@ def test_a_cut_inside_a_string_or_a_nested_value_is_extended(monkeypatch: pytest
         tried.append(len(window))
         return _EVENTS.decode(window)
 
-    found = windows.outline(text, _OUTLINE)
+    found = windows.outline(text, windows.DOCUMENT)
     decoded = [e for evs, _ in windows.windows(text, found, decode, 1) for e in evs]
     assert len(decoded) == 9 and len(tried) > 9  # some windows were retried at a later cut
 
@@ -88,16 +87,16 @@ def test_every_layout_decodes_like_the_plain_path(tmp_path: Path, layout: str) -
 @pytest.mark.parametrize("layout", ["metadata after, list of objects", "log lines with brackets after", "bare array", "empty", "key in a string first"])
 def test_common_layouts_are_outlined(layout: str) -> None:
     text = _layouts(_tricky(5))[layout]
-    found = windows.outline(text, _OUTLINE)
+    found = windows.outline(text, windows.DOCUMENT)
     content = json.loads(b"[" + text[found.start : found.end] + b"]")
     assert content == (json.loads(text) if layout == "bare array" else json.loads(text)["traceEvents"])
 
 
 def test_the_marker_must_come_back_as_the_top_level_array() -> None:
     with pytest.raises(windows.Uncut):  # the first key found is nested: the marker lands in `meta`
-        windows.outline(_layouts(_tricky(2))["key nested in metadata first"], _OUTLINE)
+        windows.outline(_layouts(_tricky(2))["key nested in metadata first"], windows.DOCUMENT)
     with pytest.raises(windows.Uncut):
-        windows.outline(b'{"traceEvents": {"not": "an array"}}', _OUTLINE)
+        windows.outline(b'{"traceEvents": {"not": "an array"}}', windows.DOCUMENT)
 
 
 @pytest.mark.parametrize(
@@ -134,7 +133,7 @@ def test_a_file_that_cannot_be_cut_is_decoded_by_the_plain_decoder(tmp_path: Pat
     monkeypatch.setattr(windows, "_TRIES", 1)  # one cut per window: the cuts inside names and args now fail it
     monkeypatch.setattr(windows, "WINDOW", 1)
     with pytest.raises(windows.Uncut):
-        list(windows.windows(path.read_bytes(), windows.outline(path.read_bytes(), _OUTLINE), _EVENTS.decode))
+        list(windows.windows(path.read_bytes(), windows.outline(path.read_bytes(), windows.DOCUMENT), _EVENTS.decode))
     assert read_kineto(path).events.equals(read_kineto(path, fast=False).events)
 
 
@@ -142,7 +141,7 @@ def test_a_long_tail_after_the_array_is_not_searched(monkeypatch: pytest.MonkeyP
     text = json.dumps({"traceEvents": _tricky(2), "INFO": ["x" * 100]}).encode()
     monkeypatch.setattr(windows, "_TAIL", 50)
     with pytest.raises(windows.Uncut):
-        windows.outline(text, _OUTLINE)
+        windows.outline(text, windows.DOCUMENT)
 
 
 @pytest.mark.parametrize("size", [1, 500, 5000])

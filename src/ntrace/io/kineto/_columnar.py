@@ -15,12 +15,10 @@ import importlib
 import mmap
 import os
 import threading
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from ntrace.io.kineto._fork import second_core
-from ntrace.io.kineto._frame import MEMORY_KEYS, text_ints
+from ntrace.io.kineto._keys import MEMORY_KEYS
 from ntrace.io.kineto._windows import Buffer, Outline, next_cut
 from ntrace.io.progress import polled
 
@@ -39,7 +37,10 @@ KEYS = ("flow_id", "external_id", "correlation", "stream", "device", "sequence",
 #: Smallest events array (bytes) parsed as two halves on two threads.
 SPLIT_MIN = 8 << 20
 
-Columns = dict[str, pl.Series]
+if TYPE_CHECKING:  # imported where used: _ahead runs the parse (parts) before Polars is imported
+    import polars as pl
+
+    Columns = dict[str, pl.Series]
 
 
 def available() -> bool:
@@ -56,11 +57,16 @@ def columns(text: Buffer, found: Outline, stage: str = "decoding") -> Columns | 
     if not available():
         return None
     release = isinstance(text, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED")
-    counts = array.array("q", [0, 0, 0])  # bytes parsed by each call of _parts: first part, second, tail
+    counts = array.array("q", [0, 0, 0])  # bytes parsed by each call of the parser: first part, second, tail
     with polled(stage, found.end - found.start, lambda: sum(counts)):
-        parts = _parts(text, found, release, counts)
-    if parts is None:
-        return None
+        raw = parts(text, found, release, counts)
+    return None if raw is None else joined(raw)
+
+
+def joined(parts: list[Any]) -> Columns:
+    """The Polars columns of the parser's raw parts (as `parts` returns them, and _ahead keeps them), one part after the other."""
+    import polars as pl
+
     named = [_named(*part) for part in parts]
     if len(named) == 1:
         return named[0]
@@ -69,6 +75,10 @@ def columns(text: Buffer, found: Outline, stage: str = "decoding") -> Columns | 
 
 def _named(cols: tuple[Any, ...], key_texts: tuple[Any, ...]) -> Columns:
     """One part's columns by name, each linking key given as text in some events parsed as _frame.key_ints does (text_ints)."""
+    import polars as pl
+
+    from ntrace.io.kineto._frame import text_ints
+
     named = {name: pl.Series(name, col) for name, col in zip(NAMES, cols)}
     for name, texts in zip(KEYS, key_texts):
         if texts is not None:
@@ -76,7 +86,7 @@ def _named(cols: tuple[Any, ...], key_texts: tuple[Any, ...]) -> Columns:
     return named
 
 
-def _parts(text: Buffer, found: Outline, release: bool, counts: array.array[int]) -> list[Any] | None:
+def parts(text: Buffer, found: Outline, release: bool, counts: array.array[int]) -> list[Any] | None:
     """The raw columns of the array, as one part or two (split at an element boundary near the middle, parsed at once on two threads); None when _native refuses.
 
     Each call of the parser stores the bytes it has parsed in its own slot of `counts` as it goes.

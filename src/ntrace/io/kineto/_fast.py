@@ -21,36 +21,26 @@ import mmap
 import time
 from dataclasses import replace
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import orjson
 import polars as pl
 
 from ntrace.io.kineto import _columnar, _fork
-from ntrace.io.kineto._frame import MEMORY_KEYS, ids_text, json_safe, key_ints, shapes_text, text_ns
-from ntrace.io.kineto._windows import Outline, Uncut, outline, windows
+from ntrace.io.kineto._frame import ids_text, json_safe, key_ints, shapes_text, text_ns
+from ntrace.io.kineto._keys import MEMORY_KEYS
+from ntrace.io.kineto._windows import DOCUMENT, Document, Outline, Uncut, outline, windows
 from ntrace.io.progress import report
+
+if TYPE_CHECKING:
+    from ntrace.io.kineto._ahead import Ahead
 
 #: Windows joined into one chunk of each column: 330k events in 12 chunks (190 unjoined windows made the analysis slower).
 GROUP = 16
 
 Key = int | str | None
 Columns = dict[str, pl.Series]
-
-
-class _Doc(msgspec.Struct):
-    """The top-level object of a Kineto trace with its events array replaced by a marker (_windows.outline), the metadata kept raw until asked for."""
-
-    traceEvents: msgspec.Raw = msgspec.Raw(b"")
-    deviceProperties: msgspec.Raw = msgspec.Raw(b"")
-    distributedInfo: msgspec.Raw = msgspec.Raw(b"")
-    baseTimeNanoseconds: int | None = None
-    traceName: str | None = None
-    schemaVersion: int | str | None = None
-
-
-_OUTLINE = msgspec.json.Decoder(_Doc | str)
 
 
 class _Args(msgspec.Struct, gc=False):
@@ -97,12 +87,14 @@ _TIMES = ("ts", "dur")
 _KEYS = ("external_id", "correlation", "stream", "device", "sequence", "bytes", *MEMORY_KEYS)
 
 
-def columns(text: Any, stage: str = "decoding") -> tuple[Columns, dict[str, Any]] | None:
-    """Columns of the trace's events and its metadata, or None when a value has a type the typed decoder rejects.
+def columns(text: Any, stage: str = "decoding", ahead: Ahead | None = None) -> tuple[Columns, dict[str, Any]] | None:
+    """Columns of the trace's events and its metadata, or None when a value has a type the typed decoder rejects; `ahead`, a read-ahead of `text` (_ahead), gives the parsed events and outline.
 
     Raises _windows.Uncut when the events array cannot be found or cut into windows.
     """
-    found = outline(text, _OUTLINE)
+    if ahead is not None and ahead.parts is not None and ahead.found is not None:
+        return _columnar.joined(ahead.parts), meta(ahead.found.doc)
+    found = outline(text, DOCUMENT)
     _release(text)  # the pages the outline read
     cols = _columnar.columns(text, found, stage)
     if cols is None:
@@ -112,7 +104,7 @@ def columns(text: Any, stage: str = "decoding") -> tuple[Columns, dict[str, Any]
     return None if cols is None else (cols, meta(found.doc))
 
 
-def meta(doc: "_Doc | None") -> dict[str, Any]:
+def meta(doc: Document | None) -> dict[str, Any]:
     """The file's metadata (empty for a bare event array), the large values decoded only now."""
     if doc is None:
         return {}

@@ -23,11 +23,14 @@ import sys
 import threading
 import warnings
 from dataclasses import dataclass, replace
-from typing import Callable
-
-import polars as pl
+from typing import TYPE_CHECKING, Callable
 
 from ntrace.io.kineto._windows import Buffer, Outline, next_cut
+
+if TYPE_CHECKING:  # imported where used: the native parse (_ahead) runs this module's second_core before Polars is imported
+    import polars as pl
+
+    Columns = dict[str, pl.Series]
 
 #: Smallest events array (bytes) worth a helper: the fork and the columns' trip back cost about 10 ms, decoding 8 MiB about 45 ms.
 SPLIT_MIN = 8 << 20
@@ -36,8 +39,6 @@ SHARE = 0.45
 #: Threads `import polars` starts: jemalloc's background threads (jemalloc makes them safe to fork) and the idle spill cleaner.
 _IDLE_AT_IMPORT = {"jemalloc_bg_thd", "polars-ooc-clea"}
 _DONE = b"1"
-
-Columns = dict[str, pl.Series]
 
 
 @dataclass
@@ -52,6 +53,8 @@ class Helper:
 
     def columns(self, patience: float) -> Columns | None:
         """The helper's columns once it has written them, waiting at most `patience` seconds; None when it failed or took longer."""
+        import polars as pl
+
         ready, _, _ = select.select([self.done], [], [], patience)
         if not ready or os.read(self.done, 1) != _DONE:
             return None
@@ -104,6 +107,8 @@ def split(text: Buffer, found: Outline, decode: Callable[[Outline], Columns | No
 
 def _child(decode: Callable[[Outline], Columns | None], part: Outline, fd: int, signal_done: int) -> None:
     """The helper: decode `part`, write its columns to `fd`, then _DONE to `signal_done`; it never returns, and a failure just exits."""
+    import polars as pl
+
     try:
         cols = decode(part)
         if cols is not None:

@@ -8,20 +8,12 @@ from typing import Any, Iterable
 
 import polars as pl
 
+from ntrace.io.kineto._keys import MEMORY_KEYS
 from ntrace.trace import EVENT_SCHEMA, end_fits
 
 
 #: A JSON number as the grammar writes it: what a string holding a number must match to be read as one.
 _JSON_NUMBER = r"^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$"
-#: The events frame's columns for a `[memory]` instant's args → the arg each is read from.
-MEMORY_KEYS = {
-    "mem_bytes": "Bytes",
-    "mem_allocated": "Total Allocated",
-    "mem_reserved": "Total Reserved",
-    "mem_addr": "Addr",
-    "mem_device_type": "Device Type",
-    "mem_device_id": "Device Id",
-}
 #: µs as a decimal with three places: its physical integer is the value in ns, exact.
 _US = pl.Decimal(38, 3)
 

@@ -14,7 +14,8 @@ import msgspec
 import orjson
 
 from ntrace.errors import TraceFormatError
-from ntrace.io.kineto._frame import MEMORY_KEYS, json_safe
+from ntrace.io.kineto._frame import json_safe
+from ntrace.io.kineto._keys import MEMORY_KEYS
 
 Num = int | float | str | None
 

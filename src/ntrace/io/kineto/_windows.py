@@ -63,6 +63,21 @@ class Outline:
     doc: Any  # the document with the array as the marker, as `decoder` gave it; None for a bare array
 
 
+class Document(msgspec.Struct):
+    """The top-level object of a Kineto trace with its events array replaced by a marker (outline), the metadata kept raw until asked for."""
+
+    traceEvents: msgspec.Raw = msgspec.Raw(b"")
+    deviceProperties: msgspec.Raw = msgspec.Raw(b"")
+    distributedInfo: msgspec.Raw = msgspec.Raw(b"")
+    baseTimeNanoseconds: int | None = None
+    traceName: str | None = None
+    schemaVersion: int | str | None = None
+
+
+#: The decoder outline takes for a Kineto trace: its document, or the marker alone for a bare array.
+DOCUMENT = msgspec.json.Decoder(Document | str)
+
+
 def outline(text: Buffer, decoder: msgspec.json.Decoder[Any]) -> Outline:
     """The events array of `text` and the document around it; `decoder` must give a str, or an object whose `traceEvents` is a msgspec.Raw."""
     bare = _BARE.match(text)

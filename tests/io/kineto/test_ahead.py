@@ -1,0 +1,189 @@
+"""Reading ahead (ntrace.io.read_ahead, ntrace.io.kineto._ahead): a trace parsed on a thread before the reader asks gives the reader exactly what reading it then gives, and is used only for the very file it was started on.
+
+AHEAD_MIN is made 0 so the real traces (small once gunzipped) are read ahead; the reader's own
+mapping of the file is made to fail, so a read that passes took the read-ahead.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from polars.testing import assert_frame_equal
+
+from helpers import shared_trace_files, write_trace, x
+from ntrace.cli import main
+from ntrace.io import read_ahead, read_trace
+from ntrace.io.kineto import _ahead, _columnar, _read, read_kineto
+from ntrace.trace import Trace
+
+
+@pytest.fixture(autouse=True)
+def _small_files_read_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_ahead, "AHEAD_MIN", 0)
+    monkeypatch.setattr(_ahead, "_PENDING", [])
+
+
+def _no_mapping(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the reader's own mapping of a file fail: only a read-ahead lets a read pass."""
+
+    def refuse(path: Path, warnings: list[str], **_: object) -> bytes:
+        raise AssertionError(f"{path} was mapped again, not taken from its read-ahead")
+
+    monkeypatch.setattr(_read, "map_json", refuse)
+
+
+def _unzipped(tmp_path: Path) -> list[Path]:
+    out = []
+    for source in shared_trace_files():
+        target = tmp_path / source.name.removesuffix(".gz")
+        target.write_bytes(gzip.decompress(source.read_bytes()) if source.name.endswith(".gz") else source.read_bytes())
+        out.append(target)
+    return out
+
+
+def _same(got: Trace, want: Trace) -> None:
+    assert_frame_equal(got.events, want.events, check_exact=True)
+    assert got.meta == want.meta
+    assert got.warnings == want.warnings
+
+
+def test_a_read_ahead_gives_what_reading_then_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On every real trace: the events frame, metadata and warnings equal exactly, and the file was not read again."""
+    traces = _unzipped(tmp_path)
+    assert len(traces) >= 11
+    wanted = {path: read_kineto(path) for path in traces}
+    _no_mapping(monkeypatch)
+    parsed: list[Path] = []
+    parse = _columnar.parts
+    monkeypatch.setattr(_columnar, "parts", lambda text, *rest: parsed.append(text) or parse(text, *rest))
+    for path in traces:
+        read_ahead(path)
+        assert _ahead._PENDING, f"{path.name}: not read ahead"
+        _same(read_kineto(path), wanted[path])
+        assert not _ahead._PENDING
+    assert len(parsed) == len(traces)  # each parsed once, ahead
+
+
+def test_a_split_parse_is_taken_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trace parsed in two halves on two threads ahead (the split made small) reads as it does without reading ahead."""
+    monkeypatch.setattr(_columnar, "SPLIT_MIN", 0)
+    monkeypatch.setattr(_columnar, "second_core", lambda: True)
+    path = max(_unzipped(tmp_path), key=lambda p: p.stat().st_size)
+    want = read_kineto(path)
+    _no_mapping(monkeypatch)
+    read_ahead(path)
+    _same(read_kineto(path), want)
+
+
+def test_a_changed_file_is_read_again(tmp_path: Path) -> None:
+    """A file rewritten after its read-ahead started is read as it is now."""
+    path = write_trace(tmp_path / "t.json", [x("aten::mm", "cpu_op", 0, 10)])
+    read_ahead(path)
+    assert _ahead._PENDING
+    _ahead._PENDING[0].thread.join()  # type: ignore[union-attr]
+    write_trace(path, [x("aten::add", "cpu_op", 0, 10), x("aten::mul", "cpu_op", 20, 5)])
+    os.utime(path, ns=(1, 1))  # a new mtime even on a file system with coarse times
+    trace = read_kineto(path)
+    assert trace.events["name"].to_list() == ["aten::add", "aten::mul"]
+
+
+def test_another_file_read_first_drops_the_read_ahead(tmp_path: Path) -> None:
+    """A read-ahead goes to the next read only: read first, another file is read from its own bytes, and the read-ahead is gone."""
+    first = write_trace(tmp_path / "a.json", [x("aten::mm", "cpu_op", 0, 10)])
+    other = write_trace(tmp_path / "b.json", [x("aten::add", "cpu_op", 0, 10)])
+    read_ahead(first)
+    assert read_kineto(other).events["name"].to_list() == ["aten::add"]
+    assert not _ahead._PENDING
+    assert read_kineto(first).events["name"].to_list() == ["aten::mm"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2, "pid": 1, "tid": 1}, {"ph": "X", "na', b"not json at all", b"", b'{"traceEvents": {}}'],
+    ids=["cut off", "not json", "empty", "no array"],
+)
+def test_a_bad_file_reads_as_without_reading_ahead(tmp_path: Path, text: bytes) -> None:
+    """Text the read-ahead cannot use is left to the reader: the same warnings and events, or the same error."""
+    path = tmp_path / "t.json"
+    path.write_bytes(text)
+
+    def outcome() -> object:
+        try:
+            trace = read_kineto(path)
+        except Exception as exc:  # noqa: BLE001 - the error itself is compared
+            return (type(exc), str(exc))
+        return (trace.events.to_dicts(), trace.warnings)
+
+    want = outcome()
+    read_ahead(path)
+    assert outcome() == want
+    assert not _ahead._PENDING
+
+
+def test_gzip_and_non_json_names_are_not_read_ahead(tmp_path: Path) -> None:
+    zipped = write_trace(tmp_path / "t.json.gz", [x("aten::mm", "cpu_op", 0, 10)], gz=True)
+    other = write_trace(tmp_path / "t.trace", [x("aten::mm", "cpu_op", 0, 10)])
+    read_ahead(zipped)
+    read_ahead(other)
+    read_ahead(tmp_path / "missing.json")
+    read_ahead(tmp_path)
+    assert not _ahead._PENDING
+
+
+def test_a_remembered_trace_is_not_read_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the memo holds the trace's summary, the command reads that, not the trace: nothing is parsed ahead."""
+    from ntrace.workflows.analyze import summarize
+
+    monkeypatch.setenv("NTRACE_CACHE", "1")
+    monkeypatch.setenv("NTRACE_CACHE_DIR", str(tmp_path / "memo"))
+    path = write_trace(tmp_path / "t.json", [x("aten::mm", "cpu_op", 0, 10)])
+    read_ahead(path)
+    assert _ahead._PENDING  # not remembered yet
+    summarize(path)  # takes the read-ahead, remembers the summary
+    assert not _ahead._PENDING
+    read_ahead(path)
+    assert not _ahead._PENDING
+
+
+def test_analyze_prints_the_same_with_and_without_reading_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's analyze reads a trace ahead, and prints byte for byte what it prints when it does not."""
+    (path,) = [p for p in _unzipped(tmp_path) if p.name.startswith("nccl_parser_config")]
+    runner = CliRunner()
+    taken: list[bool] = []
+    original = _ahead.taken
+
+    def spy(path: Path, stage: str) -> _ahead.Ahead | None:
+        got = original(path, stage)
+        taken.append(got is not None)
+        return got
+
+    monkeypatch.setattr(_read._ahead, "taken", spy)
+    ahead = runner.invoke(main, ["analyze", str(path), "--format", "json", "-q"])
+    assert ahead.exit_code == 0, ahead.output
+    assert taken == [True]
+    monkeypatch.setattr("ntrace.io.read_ahead", lambda path: None)
+    plain = runner.invoke(main, ["analyze", str(path), "--format", "json", "-q"])
+    assert taken == [True, False]
+    assert ahead.output == plain.output
+
+
+def test_the_cli_starts_without_polars() -> None:
+    """The read-ahead can start only before Polars is imported: the CLI's module and the reader's package import none of it."""
+    code = "import sys, ntrace.cli, ntrace.io.kineto, ntrace.io.memo; print('polars' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_read_trace_takes_it_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The library's read_trace is the reader: it takes a read-ahead as read_kineto does."""
+    (path,) = [p for p in _unzipped(tmp_path) if p.name.startswith("trace_compare__base")]
+    want = read_trace(path)
+    _no_mapping(monkeypatch)
+    read_ahead(path)
+    _same(read_trace(path), want)
