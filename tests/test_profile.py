@@ -141,15 +141,15 @@ def _same(a: Summary, b: Summary) -> bool:
     )
 
 
-#: How summary() can run: (POOL_THREAD_MAX, TWO_THREADS_MAX) forcing each way on any trace.
-_MODES = {"pool thread": (10**12, 10**12), "two threads": (-1, 10**12), "one at a time": (-1, -1)}
+#: How summary() can run: the POOL_THREAD_MAX forcing each way on any trace.
+_MODES = {"pool thread": 10**12, "two threads": -1}
 
 
 def _summary_in(mode: str, path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Summary, RankSummary]:
     """The summary and rank summary computed the way `mode` names; a thread is started only in "two threads", and only there is one allowed."""
     import threading
 
-    pool_max, threads_max = _MODES[mode]
+    pool_max = _MODES[mode]
     started: list[str] = []
 
     class Counted(threading.Thread):
@@ -159,7 +159,6 @@ def _summary_in(mode: str, path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple
 
     with monkeypatch.context() as patch:
         patch.setattr("ntrace.profile.POOL_THREAD_MAX", pool_max)
-        patch.setattr("ntrace.profile.TWO_THREADS_MAX", threads_max)
         patch.setattr("ntrace.profile.threading.Thread", Counted)
         result = load(path).summary(), load(path).rank_summary()
     analysis = [name for name in started if name != "ntrace-decode"]  # the native parser's second half of a large array (io/kineto/_columnar)
@@ -175,7 +174,7 @@ def _same_everywhere(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         assert ranked.figures == other_ranked.figures and ranked.steps.equals(other_ranked.steps) and ranked.collectives.equals(other_ranked.collectives)
 
 
-def test_summary_is_the_same_on_a_pool_thread_in_two_threads_and_one_at_a_time(trace: Path, monkeypatch: pytest.MonkeyPatch, alone: None) -> None:
+def test_summary_is_the_same_on_a_pool_thread_and_in_two_threads(trace: Path, monkeypatch: pytest.MonkeyPatch, alone: None) -> None:
     _same_everywhere(trace, monkeypatch)
 
 

@@ -31,9 +31,6 @@ HOST = pl.col("side") == "host"
 #: Most events (of any kind: known without a query) for which summary() and rank_summary() run on a thread of Polars' pool (see ntrace.exprs.on_polars_thread), one query after another.
 POOL_THREAD_MAX = 20_000
 
-#: Most complete events for which summary() runs its two branches at once (about 40 MB of Kineto JSON).
-TWO_THREADS_MAX = 150_000
-
 #: The columns of neff_executions.
 NEFF_EXECUTION_SCHEMA = pl.Schema(
     {"idx": pl.Int64(), "model": pl.String(), "track": pl.String(), "ts": pl.Int64(), "dur": pl.Int64(), "op": pl.String(), "call_dur": pl.Int64(), "step": pl.Int64()}
@@ -368,11 +365,10 @@ class Profile:
         An analysis is some 250 Polars queries. On a small trace (up to POOL_THREAD_MAX events)
         each is so short that handing it to Polars' pool costs more than running it, so
         the whole analysis runs on a pool thread (unless other Python threads run: see
-        ntrace.exprs.on_polars_thread). Up to TWO_THREADS_MAX the queries are short and
-        mostly single-threaded, and Polars releases the GIL while one runs, so the op tree and
-        the lane totals run at once on two threads. Above that Polars already spreads each query
-        over the cores, and running both branches at once only adds their memory peaks, so they
-        run one after the other. Results are cached properties: a branch needing the other's
+        ntrace.exprs.on_polars_thread). On a larger one many steps are single-threaded (Series
+        operations, the op tree's pointer jumping) and Polars releases the GIL while one runs, so
+        the op tree and the lane totals run at once on two threads, whatever the size: a second
+        core is kept busy for a few per cent more memory. Results are cached properties: a branch needing the other's
         result waits for it (or, without cached_property's lock, computes it too), and nothing
         is computed wrong.
         """
@@ -380,8 +376,7 @@ class Profile:
             return self._stored
         if self._small:
             return on_polars_thread(self._summary)
-        if self.complete_count <= TWO_THREADS_MAX:
-            self._both_branches()
+        self._both_branches()
         return self._summary()
 
     def _summary(self) -> Summary:

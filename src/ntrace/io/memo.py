@@ -23,7 +23,6 @@ import shutil
 import tempfile
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from importlib import metadata
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -272,6 +271,8 @@ def _is_copy(path: Path) -> bool:
 @lru_cache(maxsize=1)
 def _code_dir() -> str:
     """The directory of this code's entries: named by a digest of every ntrace source file (Python, C and the built native modules) and the versions of the libraries that decode and compute."""
+    from importlib import metadata  # here: slow to import, and entry() is asked before a read-ahead starts
+
     package = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     for library in _LIBRARIES:
