@@ -519,6 +519,9 @@ def capture(
 @_fail_cleanly
 def export(path: Path, out: Path, quiet: bool, window: str | None, steps: str | None) -> None:
     """Export one trace (or Neuron Explorer .parquet) with lanes as named processes, one track per stream, launch flows and hardware idle gaps."""
+    from ntrace.io import read_ahead
+
+    read_ahead(path, remembered=None)  # decoded while the exporter is imported
     from ntrace.errors import InputError
     from ntrace.io.discover import find_traces
     from ntrace.render.perfetto import export_perfetto
@@ -591,6 +594,9 @@ def artifacts(path: Path, fmt: str, fail_on_damage: bool) -> None:
 @_fail_cleanly
 def report(path: Path, out: Path, title: str | None, quiet: bool, jobs: Jobs, window: str | None, steps: str | None) -> None:
     """Write one self-contained HTML report that opens offline: the verdict, steps, operators, kernels, findings, device and ranks views, and a timeline that redraws exact events at every zoom."""
+    from ntrace.io import read_ahead
+
+    read_ahead(path, remembered="timeline")  # decoded while the report is imported
     from ntrace.render.html import report as run
 
     part = _part(window, steps)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:
+    from ntrace.io.memo import Kind
     from ntrace.trace import Trace
 
 
@@ -41,11 +42,12 @@ def read_trace(path: str | Path, *, fast: bool = True, lanes: Mapping[str, str] 
     return summable(_valid_names(trace))
 
 
-def read_ahead(path: str | Path) -> None:
-    """Start decoding the events of the JSON trace file at `path` on a thread, unless the memo already holds its summary; the next read_trace of that file, by the fast decoder and in full, takes them.
+def read_ahead(path: str | Path, remembered: Kind | None = "summary") -> None:
+    """Start decoding the events of the JSON trace file at `path` on a thread, unless the memo holds its entry of the kind `remembered` (what the command reads instead; None: it reads the trace anyway); the next read_trace of that file, by the fast decoder and in full, takes them.
 
-    Called before Polars and the analysis are imported (the CLI's `analyze` does), the decode
-    and those imports share the cores. Only a large trace file is read ahead (ntrace.io.kineto).
+    Called before Polars and the analysis are imported (the CLI's `analyze`, `report` and
+    `export` do), the decode and those imports share the cores. Only a large trace file is read
+    ahead (ntrace.io.kineto).
     """
     from ntrace.io import memo
     from ntrace.io.kineto import read_ahead as start
@@ -53,7 +55,7 @@ def read_ahead(path: str | Path) -> None:
     path = Path(path)
     if not path.name.lower().endswith(".json"):
         return
-    entry = memo.entry(path, "summary")
+    entry = memo.entry(path, remembered) if remembered else None
     if entry is None or not entry.is_file():
         start(path)
 

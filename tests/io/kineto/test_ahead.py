@@ -137,7 +137,7 @@ def test_gzip_and_non_json_names_are_not_read_ahead(tmp_path: Path) -> None:
 
 
 def test_a_remembered_trace_is_not_read_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """When the memo holds the trace's summary, the command reads that, not the trace: nothing is parsed ahead."""
+    """When the memo holds what the command reads instead of the trace (analyze: the summary; report: the summary with its timeline), nothing is parsed ahead."""
     from ntrace.workflows.analyze import summarize
 
     monkeypatch.setenv("NTRACE_CACHE", "1")
@@ -149,12 +149,17 @@ def test_a_remembered_trace_is_not_read_ahead(tmp_path: Path, monkeypatch: pytes
     assert not _ahead._PENDING
     read_ahead(path)
     assert not _ahead._PENDING
+    read_ahead(path, remembered="timeline")  # what report reads: not remembered yet
+    assert _ahead._PENDING
+    _ahead._PENDING.clear()
+    read_ahead(path, remembered=None)  # export reads the trace whatever the memo holds
+    assert _ahead._PENDING
 
 
-def test_analyze_prints_the_same_with_and_without_reading_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CLI's analyze reads a trace ahead, and prints byte for byte what it prints when it does not."""
+@pytest.mark.parametrize("command", ["analyze", "report", "export"])
+def test_commands_write_the_same_with_and_without_reading_ahead(command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """analyze, report and export read a trace ahead, and print and write byte for byte what they do when they do not."""
     (path,) = [p for p in _unzipped(tmp_path) if p.name.startswith("nccl_parser_config")]
-    runner = CliRunner()
     taken: list[bool] = []
     original = _ahead.taken
 
@@ -163,14 +168,18 @@ def test_analyze_prints_the_same_with_and_without_reading_ahead(tmp_path: Path, 
         taken.append(got is not None)
         return got
 
+    def run(out: Path) -> tuple[str, bytes]:
+        args = {"analyze": ["--format", "json"], "report": ["-o", str(out)], "export": ["--perfetto", str(out)]}[command]
+        result = CliRunner().invoke(main, [command, str(path), "-q", *args])
+        assert result.exit_code == 0, result.output
+        return result.output.replace(str(out), "OUT"), out.read_bytes() if command != "analyze" else b""
+
     monkeypatch.setattr(_read._ahead, "taken", spy)
-    ahead = runner.invoke(main, ["analyze", str(path), "--format", "json", "-q"])
-    assert ahead.exit_code == 0, ahead.output
+    ahead = run(tmp_path / "ahead.out")
     assert taken == [True]
-    monkeypatch.setattr("ntrace.io.read_ahead", lambda path: None)
-    plain = runner.invoke(main, ["analyze", str(path), "--format", "json", "-q"])
+    monkeypatch.setattr("ntrace.io.read_ahead", lambda path, remembered=None: None)
+    assert run(tmp_path / "plain.out") == ahead
     assert taken == [True, False]
-    assert ahead.output == plain.output
 
 
 def test_the_cli_starts_without_polars() -> None:

@@ -5,7 +5,8 @@ decoder rejects, a key with escapes or given twice, a time with an exponent, dee
 JSON error): `columns` then returns None and the msgspec path (_fast) decodes the file, giving
 the reference answer. Where _native answers, its columns equal the msgspec path's, value for
 value (tests/io/kineto/test_native.py). `NTRACE_NATIVE=0` turns the path off; a build without
-a C compiler has no _native and always takes the msgspec path.
+a C compiler has no _native and always takes the msgspec path. The parse (`parts`) needs no
+Polars, so a read-ahead (_ahead) runs it before Polars is imported; `joined` makes the columns.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from ntrace.io.progress import report
 from ntrace.lanes import classify, lane_table
 from ntrace.trace import Trace
 
+
 def read_kineto(path: str | Path, *, fast: bool = True, max_events: int | None = None, lanes: Mapping[str, str] | None = None) -> Trace:
     """The Trace of the Kineto JSON file at `path`; `fast=False` forces the plain decoder, `lanes` adds category → lane rows.
 
