@@ -55,27 +55,68 @@ def _stats(row: dict[str, Any]) -> dict[str, Any]:
     return out | ({"share": row["share"]} if row["share"] is not None else {})
 
 
-def _us_columns(frame: pl.DataFrame, columns: Sequence[str]) -> list[list[orjson.Fragment | None]]:
-    """Each of `columns` (Int64 ns) as exact_us gives its values, formatted in one query: long captures hold steps by the ten thousand, too many for a call per value."""
-    texts = frame.select(us_text_of(pl.col(c)).alias(c) for c in columns)
-    return [[None if t is None else orjson.Fragment(t) for t in texts.get_column(c).to_list()] for c in columns]
+#: Where analysis() writes a summary_dict's keys: 2 spaces per level of OPT_INDENT_2, inside the document and its `profiles` array.
+_SUMMARY_INDENT = 6
 
 
-def _steps(summary: Summary) -> list[dict[str, Any]]:
-    """The steps with their host busy time per lane (the lanes with a busy column, in column order) and their devices, walked column by column."""
-    steps, per_device = summary.steps, summary.step_devices
+def _steps(summary: Summary, indent: int = _SUMMARY_INDENT) -> orjson.Fragment:
+    """The `steps` array as the JSON text orjson's OPT_INDENT_2 writes for it under a key indented `indent` spaces: each step with its host busy time per lane (the lanes with a busy column, in column order) and its devices.
+
+    Long captures hold steps by the ten thousand, too many for a Python object per value: each
+    step's text is joined in one query, its devices' grouped in the same one
+    (tests/render/test_json_steps.py checks the bytes against orjson's own on dicts).
+    """
+    steps = summary.steps
+    if steps.is_empty():
+        return orjson.Fragment(b"[]")
+    item, key, inner, deep = (" " * (indent + n) for n in (2, 4, 6, 8))
+    device = pl.concat_str(
+        pl.lit(f'{inner}{{\n{deep}"device": '), _json_string(pl.col("device")),
+        pl.lit(f',\n{deep}"events": '), _number_text(pl.col("events")),
+        *(part for c in ("busy", "idle", "span") for part in (pl.lit(f',\n{deep}"{c}_us": '), _us_or_null(pl.col(c)))),
+        pl.lit(f"\n{inner}}}"),
+    )  # fmt: skip
+    devices = summary.step_devices.lazy().group_by("step", maintain_order=True).agg(devices=device.str.join(",\n"))
     busy = [c.removesuffix("_busy") for c in steps.columns if c.endswith("_busy")]
-    devices: dict[int, list[dict[str, Any]]] = {}
-    for step, device, events, busy_us, idle_us, span_us in zip(
-        per_device["step"].to_list(), per_device["device"].to_list(), per_device["events"].to_list(), *_us_columns(per_device, ("busy", "idle", "span"))
-    ):
-        devices.setdefault(step, []).append({"device": device, "events": events, "busy_us": busy_us, "idle_us": idle_us, "span_us": span_us})
-    return [
-        {"step": step, "name": name, "start_us": start_us, "dur_us": dur_us, "host_busy_us": dict(zip(busy, lanes)), "devices": devices.get(step, [])}
-        for step, name, start_us, dur_us, *lanes in zip(
-            steps["step"].to_list(), steps["name"].to_list(), *_us_columns(steps, ("start", "dur", *(f"{lane}_busy" for lane in busy)))
+    lanes = [part for i, lane in enumerate(busy) for part in (pl.lit(("," if i else "") + f"\n{inner}{_json_text(lane)}: "), _us_or_null(pl.col(f"{lane}_busy")))]
+    texts = steps.lazy().join(devices, on="step", how="left", nulls_equal=True, maintain_order="left").select(
+        pl.concat_str(
+            pl.lit(f'{item}{{\n{key}"step": '), _number_text(pl.col("step")),
+            pl.lit(f',\n{key}"name": '), _json_string(pl.col("name")),
+            pl.lit(f',\n{key}"start_us": '), _us_or_null(pl.col("start")),
+            pl.lit(f',\n{key}"dur_us": '), _us_or_null(pl.col("dur")),
+            pl.lit(f',\n{key}"host_busy_us": {{'), *lanes, pl.lit(f"\n{key}}}" if busy else "}"),
+            pl.lit(f',\n{key}"devices": '),
+            pl.when(pl.col("devices").is_null()).then(pl.lit("[]")).otherwise(pl.concat_str(pl.lit("[\n"), pl.col("devices"), pl.lit(f"\n{key}]"))),
+            pl.lit(f"\n{item}}}"),
         )
-    ]
+    ).collect(engine="in-memory").to_series()  # fmt: skip
+    return orjson.Fragment(("[\n" + ",\n".join(texts.to_list()) + "\n" + " " * indent + "]").encode())
+
+
+#: What orjson escapes in a string, and how: the quote, the backslash and the C0 controls (five by their short forms), nothing else.
+_ESCAPED = ['"', "\\", *map(chr, range(32))]
+_ESCAPES = ['\\"', "\\\\", *({8: "\\b", 9: "\\t", 10: "\\n", 12: "\\f", 13: "\\r"}.get(i, f"\\u{i:04x}") for i in range(32))]
+
+
+def _json_string(texts: pl.Expr) -> pl.Expr:
+    """A text column as orjson writes each value, null as null: quoted, with what orjson escapes escaped as it does."""
+    return pl.concat_str(pl.lit('"'), texts.str.replace_many(_ESCAPED, _ESCAPES), pl.lit('"')).fill_null("null")
+
+
+def _json_text(value: object) -> str:
+    """One value as orjson writes it."""
+    return orjson.dumps(value).decode()
+
+
+def _number_text(values: pl.Expr) -> pl.Expr:
+    """An integer column as JSON numbers, null as null."""
+    return values.cast(pl.String).fill_null("null")
+
+
+def _us_or_null(ns: pl.Expr) -> pl.Expr:
+    """Integer ns as the exact µs text exact_us writes, null as null."""
+    return us_text_of(ns).fill_null("null")
 
 
 def summary_dict(summary: Summary, session: Session | None, view: OpView = OpView(), joined: DeviceJoin | None = None) -> dict[str, Any]:
