@@ -16,7 +16,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ntrace.render.json import _json_string, _steps
+from ntrace.render.json import _steps
 
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
 NS = st.one_of(st.none(), INT64, st.integers(-5000, 5000))
@@ -85,10 +85,3 @@ def test_steps_text_is_what_orjson_writes(case: tuple[list[dict[str, Any]], list
 def test_no_steps_is_an_empty_array() -> None:
     summary = SimpleNamespace(steps=pl.DataFrame(schema={"step": pl.Int64, "name": pl.String}), step_devices=pl.DataFrame(schema={"step": pl.Int64}))
     assert document(_steps(summary)) == document([])  # type: ignore[arg-type]
-
-
-@settings(max_examples=500, deadline=None)
-@given(st.lists(st.one_of(st.none(), st.text()), max_size=20))
-def test_json_string_is_what_orjson_writes(texts: list[str | None]) -> None:
-    got = pl.DataFrame({"t": texts}, schema={"t": pl.String}).select(_json_string(pl.col("t"))).to_series().to_list()
-    assert got == [orjson.dumps(t).decode() for t in texts]

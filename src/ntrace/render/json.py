@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Sequence
 
 import orjson
@@ -62,51 +63,64 @@ _SUMMARY_INDENT = 6
 def _steps(summary: Summary, indent: int = _SUMMARY_INDENT) -> orjson.Fragment:
     """The `steps` array as the JSON text orjson's OPT_INDENT_2 writes for it under a key indented `indent` spaces: each step with its host busy time per lane (the lanes with a busy column, in column order) and its devices.
 
-    Long captures hold steps by the ten thousand, too many for a Python object per value: each
-    step's text is joined in one query, its devices' grouped in the same one
-    (tests/render/test_json_steps.py checks the bytes against orjson's own on dicts).
+    Long captures hold steps by the ten thousand, too many for a Python object per value: the
+    numbers of each step and of each device row are written in one query of each frame (with
+    expressions built once, as renderers draw tiny traces' summaries by the thousand), the names
+    by orjson, and the texts put together here. tests/render/test_json_steps.py checks the bytes
+    against orjson's own on dicts.
     """
-    steps = summary.steps
+    steps, per_device = summary.steps, summary.step_devices
     if steps.is_empty():
         return orjson.Fragment(b"[]")
+    busy = tuple(c.removesuffix("_busy") for c in steps.columns if c.endswith("_busy"))
+    step_text, step_rest, device_rest = _step_texts(indent, busy)
     item, key, inner, deep = (" " * (indent + n) for n in (2, 4, 6, 8))
+    devices: dict[int | None, list[str]] = {}
+    if per_device.height:
+        texts = per_device.select("step", device_rest)
+        for step, name, rest in zip(texts["step"].to_list(), _json_texts(per_device["device"]), texts["rest"].to_list()):
+            devices.setdefault(step, []).append(f'{inner}{{\n{deep}"device": {name}{rest}')
+    heads = steps.select("step", step_text, step_rest)
+
+    def listed(step: int | None) -> str:
+        return "[\n" + ",\n".join(devices[step]) + f"\n{key}]" if step in devices else "[]"
+
+    rows = (
+        head + name + rest + listed(step) + f"\n{item}}}"
+        for step, head, name, rest in zip(heads["step"].to_list(), heads["head"].to_list(), _json_texts(steps["name"]), heads["rest"].to_list())
+    )
+    return orjson.Fragment(("[\n" + ",\n".join(rows) + "\n" + " " * indent + "]").encode())
+
+
+@lru_cache(maxsize=64)
+def _step_texts(indent: int, busy: tuple[str, ...]) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """The expressions _steps writes numbers with, for steps whose busy lanes are `busy`: a step's text up to its name, from its name to its `devices` key, a device row's text after its name."""
+    item, key, inner, deep = (" " * (indent + n) for n in (2, 4, 6, 8))
+    lanes = [part for i, lane in enumerate(busy) for part in (pl.lit(("," if i else "") + f"\n{inner}{_json_text(lane)}: "), _us_or_null(pl.col(f"{lane}_busy")))]
+    head = pl.concat_str(pl.lit(f'{item}{{\n{key}"step": '), _number_text(pl.col("step")), pl.lit(f',\n{key}"name": ')).alias("head")
+    rest = pl.concat_str(
+        pl.lit(f',\n{key}"start_us": '), _us_or_null(pl.col("start")),
+        pl.lit(f',\n{key}"dur_us": '), _us_or_null(pl.col("dur")),
+        pl.lit(f',\n{key}"host_busy_us": {{'), *lanes, pl.lit(f"\n{key}}}" if busy else "}"),
+        pl.lit(f',\n{key}"devices": '),
+    ).alias("rest")  # fmt: skip
     device = pl.concat_str(
-        pl.lit(f'{inner}{{\n{deep}"device": '), _json_string(pl.col("device")),
         pl.lit(f',\n{deep}"events": '), _number_text(pl.col("events")),
         *(part for c in ("busy", "idle", "span") for part in (pl.lit(f',\n{deep}"{c}_us": '), _us_or_null(pl.col(c)))),
         pl.lit(f"\n{inner}}}"),
-    )  # fmt: skip
-    devices = summary.step_devices.lazy().group_by("step", maintain_order=True).agg(devices=device.str.join(",\n"))
-    busy = [c.removesuffix("_busy") for c in steps.columns if c.endswith("_busy")]
-    lanes = [part for i, lane in enumerate(busy) for part in (pl.lit(("," if i else "") + f"\n{inner}{_json_text(lane)}: "), _us_or_null(pl.col(f"{lane}_busy")))]
-    texts = steps.lazy().join(devices, on="step", how="left", nulls_equal=True, maintain_order="left").select(
-        pl.concat_str(
-            pl.lit(f'{item}{{\n{key}"step": '), _number_text(pl.col("step")),
-            pl.lit(f',\n{key}"name": '), _json_string(pl.col("name")),
-            pl.lit(f',\n{key}"start_us": '), _us_or_null(pl.col("start")),
-            pl.lit(f',\n{key}"dur_us": '), _us_or_null(pl.col("dur")),
-            pl.lit(f',\n{key}"host_busy_us": {{'), *lanes, pl.lit(f"\n{key}}}" if busy else "}"),
-            pl.lit(f',\n{key}"devices": '),
-            pl.when(pl.col("devices").is_null()).then(pl.lit("[]")).otherwise(pl.concat_str(pl.lit("[\n"), pl.col("devices"), pl.lit(f"\n{key}]"))),
-            pl.lit(f"\n{item}}}"),
-        )
-    ).collect(engine="in-memory").to_series()  # fmt: skip
-    return orjson.Fragment(("[\n" + ",\n".join(texts.to_list()) + "\n" + " " * indent + "]").encode())
-
-
-#: What orjson escapes in a string, and how: the quote, the backslash and the C0 controls (five by their short forms), nothing else.
-_ESCAPED = ['"', "\\", *map(chr, range(32))]
-_ESCAPES = ['\\"', "\\\\", *({8: "\\b", 9: "\\t", 10: "\\n", 12: "\\f", 13: "\\r"}.get(i, f"\\u{i:04x}") for i in range(32))]
-
-
-def _json_string(texts: pl.Expr) -> pl.Expr:
-    """A text column as orjson writes each value, null as null: quoted, with what orjson escapes escaped as it does."""
-    return pl.concat_str(pl.lit('"'), texts.str.replace_many(_ESCAPED, _ESCAPES), pl.lit('"')).fill_null("null")
+    ).alias("rest")  # fmt: skip
+    return head, rest, device
 
 
 def _json_text(value: object) -> str:
-    """One value as orjson writes it."""
+    """One value as orjson writes it (a string quoted and escaped exactly as in the rest of the document)."""
     return orjson.dumps(value).decode()
+
+
+def _json_texts(values: pl.Series) -> list[str]:
+    """Each value of a column as orjson writes it, each distinct value encoded once."""
+    texts = {v: _json_text(v) for v in values.unique().to_list()}
+    return [texts[v] for v in values.to_list()]
 
 
 def _number_text(values: pl.Expr) -> pl.Expr:
