@@ -368,9 +368,9 @@ class Profile:
         ntrace.exprs.on_polars_thread). On a larger one many steps are single-threaded (Series
         operations, the op tree's pointer jumping) and Polars releases the GIL while one runs, so
         the op tree and the lane totals run at once on two threads, whatever the size: a second
-        core is kept busy for a few per cent more memory. Results are cached properties: a branch needing the other's
-        result waits for it (or, without cached_property's lock, computes it too), and nothing
-        is computed wrong.
+        core is kept busy for a few per cent more memory. Results are cached properties: a
+        branch needing the other's result waits for it (or, without cached_property's lock,
+        computes it too), and nothing is computed wrong.
         """
         if self._stored is not None:
             return self._stored

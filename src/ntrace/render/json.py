@@ -74,7 +74,7 @@ def _steps(summary: Summary, indent: int = _SUMMARY_INDENT) -> orjson.Fragment:
         return orjson.Fragment(b"[]")
     busy = tuple(c.removesuffix("_busy") for c in steps.columns if c.endswith("_busy"))
     step_text, step_rest, device_rest = _step_texts(indent, busy)
-    item, key, inner, deep = (" " * (indent + n) for n in (2, 4, 6, 8))
+    item, key, inner, deep = _pads(indent)
     devices: dict[int | None, list[str]] = {}
     if per_device.height:
         texts = per_device.select("step", device_rest)
@@ -95,7 +95,7 @@ def _steps(summary: Summary, indent: int = _SUMMARY_INDENT) -> orjson.Fragment:
 @lru_cache(maxsize=64)
 def _step_texts(indent: int, busy: tuple[str, ...]) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
     """The expressions _steps writes numbers with, for steps whose busy lanes are `busy`: a step's text up to its name, from its name to its `devices` key, a device row's text after its name."""
-    item, key, inner, deep = (" " * (indent + n) for n in (2, 4, 6, 8))
+    item, key, inner, deep = _pads(indent)
     lanes = [part for i, lane in enumerate(busy) for part in (pl.lit(("," if i else "") + f"\n{inner}{_json_text(lane)}: "), _us_or_null(pl.col(f"{lane}_busy")))]
     head = pl.concat_str(pl.lit(f'{item}{{\n{key}"step": '), _number_text(pl.col("step")), pl.lit(f',\n{key}"name": ')).alias("head")
     rest = pl.concat_str(
@@ -110,6 +110,11 @@ def _step_texts(indent: int, busy: tuple[str, ...]) -> tuple[pl.Expr, pl.Expr, p
         pl.lit(f"\n{inner}}}"),
     ).alias("rest")  # fmt: skip
     return head, rest, device
+
+
+def _pads(indent: int) -> tuple[str, ...]:
+    """The indentation of a step, its keys, a device row and that row's keys, for a `steps` key indented `indent` spaces."""
+    return tuple(" " * (indent + n) for n in (2, 4, 6, 8))
 
 
 def _json_text(value: object) -> str:

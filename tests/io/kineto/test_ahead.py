@@ -86,7 +86,7 @@ def test_a_changed_file_is_read_again(tmp_path: Path) -> None:
     path = write_trace(tmp_path / "t.json", [x("aten::mm", "cpu_op", 0, 10)])
     read_ahead(path)
     assert _ahead._PENDING
-    _ahead._PENDING[0].thread.join()  # type: ignore[union-attr]
+    _ahead._PENDING[0][1].join()
     write_trace(path, [x("aten::add", "cpu_op", 0, 10), x("aten::mul", "cpu_op", 20, 5)])
     os.utime(path, ns=(1, 1))  # a new mtime even on a file system with coarse times
     trace = read_kineto(path)
@@ -163,7 +163,7 @@ def test_commands_write_the_same_with_and_without_reading_ahead(command: str, tm
     taken: list[bool] = []
     original = _ahead.taken
 
-    def spy(path: Path, stage: str) -> _ahead.Ahead | None:
+    def spy(path: Path, stage: str) -> _ahead.Parsed | None:
         got = original(path, stage)
         taken.append(got is not None)
         return got

@@ -30,20 +30,26 @@ from ntrace.io.progress import polled
 AHEAD_MIN = 8 << 20
 
 
+@dataclass(frozen=True)
+class Parsed:
+    """A file parsed ahead, whole: its mapped text, where its events array lies (and the document around it), the parser's raw parts."""
+
+    text: mmap.mmap
+    found: Outline
+    parts: list[Any]
+
+
 @dataclass
 class Ahead:
-    """One file being read ahead: its identity when started; once `thread` is done, its mapped text, outline and raw parts (parts None: the reader reads it itself)."""
+    """One file being read ahead: its identity when started, the bytes parsed so far per parser call, and once done what it parsed (None: the reader reads the file itself)."""
 
     identity: tuple[int, ...]
     size: int
-    thread: threading.Thread | None = None
-    counts: array.array[int] = field(default_factory=lambda: array.array("q", [0, 0, 0]))  # bytes parsed so far, per parser call
-    text: mmap.mmap | None = None
-    found: Outline | None = None
-    parts: list[Any] | None = None
+    counts: array.array[int] = field(default_factory=lambda: array.array("q", [0, 0, 0]))
+    parsed: Parsed | None = None
 
     def run(self, path: Path) -> None:
-        """Map, outline and parse the file; keep the results only if the file is still the one started on."""
+        """Map, outline and parse the file; keep the result only if the parser read it whole and the file is still the one started on."""
         try:
             text = map_json(path, [])
             if not isinstance(text, mmap.mmap):  # read as bytes (a BOM, an empty file): nothing gained ahead
@@ -53,12 +59,12 @@ class Ahead:
             same = identity(os.stat(path)) == self.identity
         except Exception:  # the reader meets the same problem and reports it as it always does
             return
-        if same:
-            self.text, self.found, self.parts = text, found, raw
+        if same and raw is not None:
+            self.parsed = Parsed(text, found, raw)
 
 
-#: The read-ahead started last and not yet handed over (at most one).
-_PENDING: list[Ahead] = []
+#: The read-ahead started last and not yet handed over (at most one), with its thread.
+_PENDING: list[tuple[Ahead, threading.Thread]] = []
 
 
 def read_ahead(path: Path) -> None:
@@ -72,22 +78,21 @@ def read_ahead(path: Path) -> None:
     if not stat.S_ISREG(st.st_mode) or st.st_size < AHEAD_MIN:
         return
     ahead = Ahead(identity(st), st.st_size)
-    ahead.thread = threading.Thread(target=ahead.run, args=(path,), name="ntrace-read-ahead", daemon=True)
+    thread = threading.Thread(target=ahead.run, args=(path,), name="ntrace-read-ahead", daemon=True)
     _PENDING.clear()  # one not handed over ends on its own: nothing waits for it
-    _PENDING.append(ahead)
-    ahead.thread.start()
+    _PENDING.append((ahead, thread))
+    thread.start()
 
 
-def taken(path: Path, stage: str) -> Ahead | None:
-    """The read-ahead of the file at `path`, once done (its parsing reported as `stage` meanwhile), if it was started on this very version of the file and parsed it whole; any read-ahead is handed over once, to the next read."""
+def taken(path: Path, stage: str) -> Parsed | None:
+    """What the read-ahead of the file at `path` parsed, once done (its parsing reported as `stage` meanwhile), if it was started on this very version of the file and parsed it whole; any read-ahead is handed over once, to the next read."""
     if not _PENDING:
         return None
-    ahead = _PENDING.pop()
-    assert ahead.thread is not None
+    ahead, thread = _PENDING.pop()
     try:
         same = identity(os.stat(path)) == ahead.identity
     except OSError:
         same = False
     with polled(stage, ahead.size, lambda: sum(ahead.counts)) if same else contextlib.nullcontext():
-        ahead.thread.join()  # also another file's, or this one's before it changed: no thread may run on while the reader forks (_fork)
-    return ahead if same and ahead.parts is not None else None
+        thread.join()  # also another file's, or this one's before it changed: no thread may run on while the reader forks (_fork)
+    return ahead.parsed if same else None

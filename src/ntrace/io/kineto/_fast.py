@@ -34,7 +34,7 @@ from ntrace.io.kineto._windows import DOCUMENT, Document, Outline, Uncut, outlin
 from ntrace.io.progress import report
 
 if TYPE_CHECKING:
-    from ntrace.io.kineto._ahead import Ahead
+    from ntrace.io.kineto._ahead import Parsed
 
 #: Windows joined into one chunk of each column: 330k events in 12 chunks (190 unjoined windows made the analysis slower).
 GROUP = 16
@@ -87,12 +87,12 @@ _TIMES = ("ts", "dur")
 _KEYS = ("external_id", "correlation", "stream", "device", "sequence", "bytes", *MEMORY_KEYS)
 
 
-def columns(text: Any, stage: str = "decoding", ahead: Ahead | None = None) -> tuple[Columns, dict[str, Any]] | None:
+def columns(text: Any, stage: str = "decoding", ahead: Parsed | None = None) -> tuple[Columns, dict[str, Any]] | None:
     """Columns of the trace's events and its metadata, or None when a value has a type the typed decoder rejects; `ahead`, a read-ahead of `text` (_ahead), gives the parsed events and outline.
 
     Raises _windows.Uncut when the events array cannot be found or cut into windows.
     """
-    if ahead is not None and ahead.parts is not None and ahead.found is not None:
+    if ahead is not None:
         return _columnar.joined(ahead.parts), meta(ahead.found.doc)
     found = outline(text, DOCUMENT)
     _release(text)  # the pages the outline read

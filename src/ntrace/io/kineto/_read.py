@@ -48,7 +48,6 @@ def _decode(path: Path, fast: bool, max_events: int | None, warnings: list[str])
     raw: bytes | mmap.mmap
     ahead = _ahead.taken(path, f"decoding {path.name}") if fast and max_events is None else None
     if ahead is not None:
-        assert ahead.text is not None
         raw, cut = ahead.text, False
     elif max_events is None:
         raw = map_json(path, warnings) if fast else read_json(path, warnings, factor=PLAIN_DECODE_FACTOR)
@@ -75,7 +74,7 @@ def _decode(path: Path, fast: bool, max_events: int | None, warnings: list[str])
     return checked_events(frame(cols, path, warnings), path, warnings), meta
 
 
-def _columns(raw: bytes | mmap.mmap, path: Path, fast: bool, warnings: list[str], ahead: _ahead.Ahead | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def _columns(raw: bytes | mmap.mmap, path: Path, fast: bool, warnings: list[str], ahead: _ahead.Parsed | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Columns and metadata through the fast path where it reads `raw` (or its read-ahead parsed it), else the plain decoder; damaged text is repaired (_salvage) once."""
     if fast:
         try:
