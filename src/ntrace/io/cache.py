@@ -1,6 +1,6 @@
 """The ntrace Parquet cache: one trace's classified events written once, with the Summary computed from them, read back without decoding JSON.
 
-One file per trace. Columns are `ntrace.trace.EVENT_COLUMNS` (lane and side as plain text), so
+One file per trace. Columns are `ntrace.trace.EVENT_COLUMNS` (lane and the categorical columns as plain text), so
 any Parquet engine (Polars' streaming engine, DuckDB, Spark) can query a multi-rank set; the
 trace's source path, metadata, variant and read warnings sit in the file's key-value metadata
 under `ntrace.events`, so a Trace read back is the one that was written. The Summary computed at
@@ -21,7 +21,7 @@ from ntrace.io import parquet
 from ntrace.io.atomic import atomic_open
 from ntrace.lanes import LANES, classify, lane_table
 from ntrace.summary import Summary
-from ntrace.trace import EVENT_COLUMNS, Trace
+from ntrace.trace import CATEGORY_COLUMNS, EVENT_COLUMNS, Trace
 
 #: Key of the file metadata that marks an ntrace events file and holds its provenance.
 META_KEY = "ntrace.events"
@@ -30,7 +30,7 @@ FORMAT_VERSION = 3  # 3: the mem_* columns of allocator records
 #: Key of the file metadata that holds the Summary computed at convert time.
 SUMMARY_KEY = "ntrace.summary"
 
-_SCHEMA = pl.Schema({**EVENT_COLUMNS, "lane": pl.String()})
+_SCHEMA = pl.Schema({**EVENT_COLUMNS, "lane": pl.String(), **dict.fromkeys(CATEGORY_COLUMNS, pl.String())})  # texts on disk, as any engine reads them
 
 
 def write_cache(trace: Trace, out: str | Path, summary: Summary | None = None) -> Path:

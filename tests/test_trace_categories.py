@@ -1,0 +1,48 @@
+"""A Trace holds its few-valued text columns as categoricals (ntrace.trace.CATEGORY_COLUMNS): the same texts, a code per event, and no figure of the analysis changes."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from helpers import REPO, shared_trace_files
+from ntrace.io import read_trace
+from ntrace.profile import Profile
+from ntrace.trace import CATEGORY_COLUMNS, EVENT_COLUMNS, Trace, categories
+
+#: Every real trace, and the synthetic Neuron fixtures (hardware executions, NEFF names).
+TRACES = [*shared_trace_files(), *sorted((REPO / "fixtures" / "rmsnorm").glob("*/*/*/trace.json"))]
+
+
+def test_same_texts_as_codes() -> None:
+    frame = pl.DataFrame({"ph": ["X", None, "i"], "pid": ["1", "2", None], "tid": ["7", "7", "8"], "side": ["host", "device", "host"], "name": ["a", "b", "c"]})
+    held = categories(frame)
+    assert [held.schema[c] for c in CATEGORY_COLUMNS] == [pl.Categorical()] * len(CATEGORY_COLUMNS) and held.schema["name"] == pl.String
+    assert held.with_columns(pl.col(CATEGORY_COLUMNS).cast(pl.String)).equals(frame)
+    assert categories(held).equals(held) and categories(frame.drop("side")).schema["pid"] == pl.Categorical()  # the columns it has
+
+
+def test_a_read_trace_holds_codes() -> None:
+    events = read_trace(TRACES[0]).events
+    assert events.schema == EVENT_COLUMNS and all(events.schema[c] == pl.Categorical() for c in CATEGORY_COLUMNS)
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.parent.parent.parent.name if p.name == "trace.json" else p.name.split(".")[0])
+def test_no_figure_changes(path: Path) -> None:
+    """Every field of the trace's summary (each frame's types and values) equals that of the same events with those columns as plain text."""
+    trace = read_trace(path)
+    as_text = Trace(trace.path, trace.events, trace.meta, trace.warnings, trace.variant)
+    object.__setattr__(as_text, "events", trace.events.with_columns(pl.col(CATEGORY_COLUMNS).cast(pl.String)))  # past __post_init__, which would make them codes again
+    assert as_text.events.schema["pid"] == pl.String
+    held, plain = Profile(trace).summary(), Profile(as_text).summary()
+    assert [f.name for f in fields(held) if not _same(getattr(held, f.name), getattr(plain, f.name))] == []
+
+
+def _same(a: object, b: object) -> bool:
+    """Whether two summary fields are equal: frames and columns in their types and values, anything else by ==."""
+    if isinstance(a, (pl.DataFrame, pl.Series)) and isinstance(b, type(a)):
+        return (a.schema == b.schema if isinstance(a, pl.DataFrame) else a.dtype == b.dtype) and a.equals(b)  # type: ignore[union-attr]
+    return a == b
