@@ -1,11 +1,12 @@
 """The ntrace Parquet cache: one trace's classified events written once, with the Summary computed from them, read back without decoding JSON.
 
-One file per trace. Columns are `ntrace.trace.EVENT_COLUMNS` (lane and the categorical columns as plain text), so
-any Parquet engine (Polars' streaming engine, DuckDB, Spark) can query a multi-rank set; the
-trace's source path, metadata, variant and read warnings sit in the file's key-value metadata
-under `ntrace.events`, so a Trace read back is the one that was written. The Summary computed at
-convert time is stored beside them under `ntrace.summary` (ntrace.summary.Summary.to_bytes):
-reading it costs a few small frames, and it is reused only by the analysis code that wrote it.
+One file per trace. Columns are `ntrace.trace.EVENT_COLUMNS` (lane and the categorical columns
+as plain text), so any Parquet engine (Polars' streaming engine, DuckDB, Spark) can query a
+multi-rank set; the trace's source path, metadata, variant and read warnings sit in the file's
+key-value metadata under `ntrace.events`, so a Trace read back is the one that was written. The
+Summary computed at convert time is stored beside them under `ntrace.summary`
+(ntrace.summary.Summary.to_bytes): reading it costs a few small frames, and it is reused only by
+the analysis code that wrote it.
 """
 
 from __future__ import annotations
