@@ -11,7 +11,7 @@ import pytest
 from helpers import REPO, shared_trace_files
 from ntrace.io import read_trace
 from ntrace.profile import Profile
-from ntrace.trace import CATEGORY_COLUMNS, EVENT_COLUMNS, Trace, categories
+from ntrace.trace import CATEGORY_COLUMNS, EVENT_COLUMNS, Trace, compact
 
 #: Every real trace, and the synthetic Neuron fixtures (hardware executions, NEFF names).
 TRACES = [*shared_trace_files(), *sorted((REPO / "fixtures" / "rmsnorm").glob("*/*/*/trace.json"))]
@@ -19,10 +19,12 @@ TRACES = [*shared_trace_files(), *sorted((REPO / "fixtures" / "rmsnorm").glob("*
 
 def test_same_texts_as_codes() -> None:
     frame = pl.DataFrame({"ph": ["X", None, "i"], "pid": ["1", "2", None], "tid": ["7", "7", "8"], "side": ["host", "device", "host"], "name": ["a", "b", "c"]})
-    held = categories(frame)
+    held = compact(frame)
     assert [held.schema[c] for c in CATEGORY_COLUMNS] == [pl.Categorical()] * len(CATEGORY_COLUMNS) and held.schema["name"] == pl.String
     assert held.with_columns(pl.col(CATEGORY_COLUMNS).cast(pl.String)).equals(frame)
-    assert categories(held).equals(held) and categories(frame.drop("side")).schema["pid"] == pl.Categorical()  # the columns it has
+    assert compact(held).equals(held) and compact(frame.drop("side")).schema["pid"] == pl.Categorical()  # the columns it has
+    empty = compact(frame.with_columns(pl.lit(None, pl.String).alias("ph")))  # a category column holding only nulls: a constant null of its new type
+    assert empty.schema["ph"] == pl.Categorical() and empty["ph"].null_count() == frame.height
 
 
 def test_a_read_trace_holds_codes() -> None:

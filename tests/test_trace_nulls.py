@@ -1,4 +1,4 @@
-"""Columns a trace leaves empty are kept as one constant null (ntrace.trace.constant_nulls): the same values and types, without a value per event."""
+"""Columns a trace leaves empty are kept as one constant null (ntrace.trace.compact): the same values and types, without a value per event."""
 
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ import polars as pl
 
 from helpers import shared_trace_files
 from ntrace.io import read_trace
-from ntrace.trace import EVENT_COLUMNS, MEMORY_COLUMNS, constant_nulls
+from ntrace.trace import EVENT_COLUMNS, MEMORY_COLUMNS, compact
 
 
 def test_same_values_and_types() -> None:
     frame = pl.DataFrame({"a": [1, 2, 3], "b": [None, None, None], "c": [None, "x", None]}, schema={"a": pl.Int64, "b": pl.String, "c": pl.String})
-    kept = constant_nulls(frame)
+    kept = compact(frame)
     assert kept.schema == frame.schema and kept.equals(frame)
     assert kept.filter(pl.col("a") > 1).equals(frame.filter(pl.col("a") > 1))
-    assert constant_nulls(frame.clear()).equals(frame.clear())
+    assert compact(frame.clear()).equals(frame.clear())
 
 
 def test_a_real_traces_empty_columns_cost_nothing_per_event() -> None:

@@ -83,23 +83,18 @@ class Trace:
     variant: str | None = None  # the variant its capture manifest (capture.json) names, found when it was read
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "events", constant_nulls(categories(self.events)))
+        object.__setattr__(self, "events", compact(self.events))
 
 
-def categories(frame: pl.DataFrame) -> pl.DataFrame:
-    """`frame` with its CATEGORY_COLUMNS held as categoricals (those it has): the same texts, compared, joined and sorted as text."""
-    texts = [c for c in CATEGORY_COLUMNS if frame.schema.get(c) == pl.String]
-    return frame.with_columns(pl.col(texts).cast(pl.Categorical)) if texts else frame
+def compact(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` as a Trace holds it, in one query: its CATEGORY_COLUMNS as categoricals, and every column that holds only nulls as one constant null, not a value per row.
 
-
-def constant_nulls(frame: pl.DataFrame) -> pl.DataFrame:
-    """`frame` with every column that holds only nulls kept as one constant null, not a value per row.
-
-    Most traces leave several columns empty (the `[memory]` fields without profile_memory, the
-    NEFF name outside Neuron): stored per row they cost 8 bytes (Int64) or 16 (String) per event,
-    and so does every copy an analysis makes of them. The values are the same.
+    Categoricals hold the same texts and are compared, joined and sorted as text. Most traces leave
+    several columns empty (the `[memory]` fields without profile_memory, the NEFF name outside
+    Neuron): stored per row they cost 8 bytes (Int64) or 16 (String) per event, and so does every
+    copy an analysis makes of them. The values are the same.
     """
-    if not frame.height:
-        return frame
-    empty = [c for c, nulls in zip(frame.columns, frame.null_count().row(0)) if nulls == frame.height]
-    return frame.with_columns(pl.lit(None, frame.schema[c]).alias(c) for c in empty) if empty else frame
+    types = {c: pl.Categorical() if c in CATEGORY_COLUMNS and t == pl.String else t for c, t in frame.schema.items()}
+    empty = {c for c, nulls in zip(frame.columns, frame.null_count().row(0)) if nulls == frame.height} if frame.height else set()
+    changed = [pl.lit(None, types[c]).alias(c) if c in empty else pl.col(c).cast(t) for c, t in types.items() if c in empty or t != frame.schema[c]]
+    return frame.with_columns(changed) if changed else frame
