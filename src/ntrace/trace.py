@@ -87,14 +87,18 @@ class Trace:
 
 
 def compact(frame: pl.DataFrame) -> pl.DataFrame:
-    """`frame` as a Trace holds it, in one query: its CATEGORY_COLUMNS as categoricals, and every column that holds only nulls as one constant null, not a value per row.
+    """`frame` as a Trace holds it: its CATEGORY_COLUMNS as categoricals, and every column that holds only nulls as one constant null, not a value per row (one query for both).
 
     Categoricals hold the same texts and are compared, joined and sorted as text. Most traces leave
     several columns empty (the `[memory]` fields without profile_memory, the NEFF name outside
     Neuron): stored per row they cost 8 bytes (Int64) or 16 (String) per event, and so does every
     copy an analysis makes of them. The values are the same.
     """
-    types = {c: pl.Categorical() if c in CATEGORY_COLUMNS and t == pl.String else t for c, t in frame.schema.items()}
+    texts = {c for c in CATEGORY_COLUMNS if frame.schema.get(c) == pl.String}
     empty = {c for c, nulls in zip(frame.columns, frame.null_count().row(0)) if nulls == frame.height} if frame.height else set()
-    changed = [pl.lit(None, types[c]).alias(c) if c in empty else pl.col(c).cast(t) for c, t in types.items() if c in empty or t != frame.schema[c]]
+    changed = [
+        pl.lit(None, pl.Categorical() if c in texts else frame.schema[c]).alias(c) if c in empty else pl.col(c).cast(pl.Categorical)
+        for c in frame.columns
+        if c in empty or c in texts
+    ]
     return frame.with_columns(changed) if changed else frame
