@@ -1,9 +1,10 @@
-"""ntrace.exprs: fmt gives what pl.format gives (text of every type, nulls, several placeholders); lookup and nulls give what plain list indexing gives; on_polars_thread runs a function on a pool thread and hands back what it returned or raised."""
+"""ntrace.exprs: fmt gives what pl.format gives (text of every type, nulls, several placeholders); matches gives what re.search gives row by row; lookup and nulls give what plain list indexing gives; on_polars_thread runs a function on a pool thread and hands back what it returned or raised."""
 
 from __future__ import annotations
 
 import contextvars
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -14,13 +15,23 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ntrace.exprs import fmt, lookup, nulls, on_polars_thread, stacked
+from ntrace.exprs import fmt, lookup, matches, nulls, on_polars_thread, stacked
 
 
 def test_fmt_equals_polars_format() -> None:
     frame = pl.DataFrame({"a": ["x", None, "z"], "n": [1, 2, None], "f": [True, False, True]})
     for template, args in (("device {}", ("a",)), ("{}:{} end", ("a", "n")), ("{}{}{}", ("n", "a", "f"))):
         assert frame.select(got=fmt(template, *args))["got"].to_list() == frame.select(want=pl.format(template, *args))["want"].to_list()
+
+
+@given(st.lists(st.one_of(st.none(), st.sampled_from(["ProfilerStep#1", "ProfilerStep#x", "aten::mm", "ncclKernel_AllReduce", "RCCL", "", "a\nb"])), max_size=40))
+def test_matches_is_a_regex_search_per_row_of_text_and_categorical(values: list[str | None]) -> None:
+    """Each row's answer is re.search's on that row (null for null), whatever the order distinct values come in, the column's type or the repeats."""
+    for pattern in (r"^ProfilerStep#(\d+)$", "(?i-u)nccl|rccl", "^$"):
+        want = [None if v is None else bool(re.search(pattern.replace("(?i-u)", "(?i)"), v)) for v in values]
+        for dtype in (pl.String, pl.Categorical):
+            frame = pl.DataFrame({"name": values}, schema={"name": pl.String}).with_columns(pl.col("name").cast(dtype))
+            assert frame.select(matches("name", pattern)).to_series().to_list() == want
 
 
 def test_fmt_counts_its_placeholders() -> None:

@@ -239,14 +239,13 @@ def test_a_stored_summary_is_returned_as_given(trace: Path) -> None:
 
 def _general_findings(p: Profile) -> pl.DataFrame:
     """The findings by the analyses' general path, with no shortcut for traces without device work."""
-    launched = p.attribution.join(p.activities.select("idx", "name", "ts", "bytes"), on="idx").join(p.nesting.select(op_idx="idx", op="key"), on="op_idx", how="left")
-    return findings(p.op_table(), launched, p.executions, p.device, p.device_ns)
+    return findings(p.op_table(), p.launched, p.executions, p.device, p.device_ns)
 
 
 def _general_results(p: Profile) -> tuple[pl.DataFrame, pl.DataFrame, tuple[int, int], pl.DataFrame]:
     """steps, step_devices, outside_steps and communication by the analyses' general path, with none of Profile's shortcuts for traces without steps or collectives."""
     windows = p._windows
-    steps = host_busy(windows, p.select_complete("lane", "ts", "end", where=HOST_SIDE & ~is_step(pl.col("name"))))
+    steps = host_busy(windows, p.select_complete("lane", "ts", "end", where=HOST_SIDE & ~is_step()))
     work = p.activities.select("idx", device=fmt("device {}", pl.col("pid").fill_null("?")), ts="ts", end="end", dur="dur").join(
         p.links.select(idx="exec_idx", call_idx="call_idx").join(p.calls.select(call_idx="idx", call_ts="ts"), on="call_idx"), on="idx", how="left"
     )

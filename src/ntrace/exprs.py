@@ -31,6 +31,12 @@ def fmt(template: str, *args: pl.Expr | str) -> pl.Expr:
     return pl.concat_str(exprs)
 
 
+def matches(column: str, pattern: str) -> pl.Expr:
+    """Whether each value of `column` (text or categorical) holds a match of the regex `pattern` (null where the value is), tested once per distinct value: a categorical's rows are never made text."""
+    distinct = pl.col(column).unique(maintain_order=True)  # in one order: the values and their test are two evaluations, which must align
+    return pl.col(column).is_in(distinct.filter(distinct.cast(pl.String).str.contains(pattern)).implode())
+
+
 def us_text(ns: pl.Expr) -> pl.Expr:
     """Int64 ns as exact decimal µs text ("-1.234", "1700000000000000.125"), as ntrace.units.us_text writes one value: JSON numbers without float rounding, a column at a time.
 

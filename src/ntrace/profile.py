@@ -21,7 +21,7 @@ from ntrace.analyses.ranks import COLLECTIVE, COMMUNICATION_SCHEMA, collective_i
 from ntrace.analyses.opview import OpView
 from ntrace.analyses.steps import DEVICE_SCHEMA, device_work, host_busy, is_step, launch_step, overlapping, step_windows
 from ntrace.analyses.totals import lane_categories, lane_totals, spans, track, track_totals, window
-from ntrace.exprs import fmt, on_polars_thread
+from ntrace.exprs import fmt, matches, on_polars_thread
 from ntrace.summary import RankSummary, Summary, Timeline
 from ntrace.trace import Trace
 
@@ -203,7 +203,7 @@ class Profile:
     @cached_property
     def _windows(self) -> pl.DataFrame:
         """The profiler step windows (see ntrace.analyses.steps.step_windows)."""
-        return step_windows(self.select_complete("idx", "name", "ts", "end", "dur", where=HOST & pl.col("name").str.starts_with("ProfilerStep#")))
+        return step_windows(self.select_complete("idx", "name", "ts", "end", "dur", where=HOST & matches("name", "^ProfilerStep#")))
 
     @cached_property
     def steps(self) -> pl.DataFrame:
@@ -211,7 +211,7 @@ class Profile:
         windows = self._windows
         if windows.is_empty():  # no steps: no host event to place in one
             return host_busy(windows, self.events.clear().select("lane", "ts", "end"))  # the empty frame of events, not a copy of the complete ones
-        return host_busy(windows, self.select_complete("lane", "ts", "end", where=HOST & ~is_step(pl.col("name"))))
+        return host_busy(windows, self.select_complete("lane", "ts", "end", where=HOST & ~is_step()))
 
     @cached_property
     def _step_work(self) -> tuple[pl.DataFrame, tuple[int, int]]:
@@ -294,17 +294,24 @@ class Profile:
         )
         windows = self._windows
         row = launch_step(windows, joined["call_ts"])
-        return joined.select("idx", "model", "track", "ts", "dur", "op", "call_dur", step=windows["step"].gather(row) if windows.height else pl.lit(None, pl.Int64)).sort("ts", "idx")
+        step = windows["step"].gather(row) if windows.height else pl.lit(None, pl.Int64)
+        return joined.select("idx", "model", "track", "ts", "dur", "op", "call_dur", step=step).cast(NEFF_EXECUTION_SCHEMA).sort("ts", "idx")  # the op as text
 
     @cached_property
     def findings(self) -> pl.DataFrame:
         """What to look at first: device hotspots, runs of small executions, scalar host→device copies (see ntrace.analyses.findings)."""
         if self.activities.is_empty() and self.executions.height < findmod.MIN_RUN:  # no device time to own, no run to fuse, no copy
             return pl.DataFrame(schema=findmod.FINDING_SCHEMA)
-        launched = self.attribution.join(self.activities.select("idx", "name", "ts", "bytes"), on="idx").join(
-            self.nesting.select(op_idx="idx", op="key"), on="op_idx", how="left"
+        return findmod.findings(self.op_table(), self.launched, self.executions, self.device, self.device_ns)
+
+    @cached_property
+    def launched(self) -> pl.DataFrame:
+        """Per device activity: idx, dur, call_idx, op_idx (as attribution), its name, ts and bytes, and the launching op's name (`op`), names as text as the op table has them."""
+        return (
+            self.attribution.join(self.activities.select("idx", "name", "ts", "bytes"), on="idx")
+            .join(self.nesting.select(op_idx="idx", op="key"), on="op_idx", how="left")
+            .with_columns(pl.col("name", "op").cast(pl.String))
         )
-        return findmod.findings(self.op_table(), launched, self.executions, self.device, self.device_ns)
 
     @property
     def analysis_warnings(self) -> tuple[str, ...]:

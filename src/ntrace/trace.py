@@ -66,7 +66,7 @@ LANE_SCHEMA = pl.Schema({"lane": pl.Enum(LANES), "side": pl.String()})
 
 #: The columns of few distinct texts (the phase, process and thread ids, the side), which a Trace holds as categoricals: a
 #: 4-byte code per event instead of a 16-byte string view, in the events frame and in every selection an analysis makes of it.
-CATEGORY_COLUMNS = ("ph", "pid", "tid", "side")
+CATEGORY_COLUMNS = ("ph", "name", "pid", "tid", "side")
 
 #: Every column of a Trace's events frame, in order: as decoded and classified, CATEGORY_COLUMNS as categoricals.
 EVENT_COLUMNS = pl.Schema({c: pl.Categorical() if c in CATEGORY_COLUMNS else t for c, t in {**EVENT_SCHEMA, **LANE_SCHEMA}.items()})

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import polars as pl
 
 from ntrace.analyses.ops import UNLINKED
+from ntrace.exprs import matches
 from ntrace.units import fmt_pct, fmt_time, plural
 
 EVENT = pl.Struct({"idx": pl.Int64(), "name": pl.String(), "ts": pl.Int64(), "dur": pl.Int64(), "op": pl.String()})
@@ -114,7 +115,7 @@ def scalar_copies(copies: pl.DataFrame) -> pl.DataFrame:
     Large copies (input batches, often from pinned memory) are the data a step needs, not a cost fusion or a device-side constant removes, so they are not reported.
     """
     small = copies.filter(
-        pl.col("name").str.contains(_HTOD).fill_null(False) & (pl.col("bytes") <= SCALAR_BYTES).fill_null(False)
+        matches("name", _HTOD).fill_null(False) & (pl.col("bytes") <= SCALAR_BYTES).fill_null(False)
         & pl.col("op").is_not_null() & ~pl.col("op").is_in(COPY_OPS)
     )  # fmt: skip
     if small.is_empty():

@@ -15,7 +15,7 @@ import polars as pl
 
 from ntrace.analyses.opview import SORT_KEYS, OpView
 from ntrace.analyses.nesting import HOST_EVENT, climb, innermost_open, subtree_sums, tree
-from ntrace.exprs import lookup
+from ntrace.exprs import lookup, matches
 from ntrace.lanes import lower_is
 
 UNLINKED = "[unlinked device time]"
@@ -97,14 +97,15 @@ def device_name(categories: pl.DataFrame) -> str:
     return next((name for name, marks in _DEVICE_CATEGORIES if cats.intersection(marks)), "none")
 
 
-def op_name(name: pl.Expr) -> pl.Expr:
-    """The name torch's table shows for an event: every "ProfilerStep#..." becomes "ProfilerStep*"."""
-    return pl.when(name.str.starts_with("ProfilerStep#")).then(pl.lit("ProfilerStep*")).otherwise(name).alias("name")
+def op_name() -> pl.Expr:
+    """The name torch's table shows for an event (null read as ""): every "ProfilerStep#..." becomes "ProfilerStep*"; a categorical stays one."""
+    name = pl.col("name").fill_null("")
+    return pl.when(matches("name", "^ProfilerStep#").fill_null(False)).then(pl.lit("ProfilerStep*", pl.Categorical)).otherwise(name).alias("name")
 
 
 def op_tree(host: pl.DataFrame) -> pl.DataFrame:
     """torch's tree of the tree events (idx, pid, tid, ts, end, dur, name, cat, input_dims): nesting.tree's frame plus `key` (the row's name) and `user_annotation`."""
-    return tree(host).with_columns(op_name(pl.col("name").fill_null("")).alias("key"), user_annotation=lower_is("cat", "user_annotation").fill_null(False))
+    return tree(host).with_columns(op_name().alias("key"), user_annotation=lower_is("cat", "user_annotation").fill_null(False))
 
 
 def launching_ops(nest: pl.DataFrame, calls: pl.DataFrame) -> pl.Series:

@@ -9,13 +9,12 @@ from typing import Any, Mapping
 import polars as pl
 
 from ntrace.analyses.stats import nearest_rank
-from ntrace.exprs import fmt
+from ntrace.exprs import fmt, matches
 from ntrace.io.bounds import INT64_MAX
-from ntrace.lanes import lower_contains
 from ntrace.summary import RankSummary, Summary
 
 #: A collective: a device activity named like an NCCL/RCCL kernel, or a Neuron collective execution.
-COLLECTIVE = lower_contains("name", "nccl|rccl") | pl.col("name").is_in(["cc_running", "cc_exec_barrier"])
+COLLECTIVE = matches("name", "(?i-u)nccl|rccl") | pl.col("name").is_in(["cc_running", "cc_exec_barrier"])
 
 #: A rank number in a file name: rank_3, rank-3, rank3 (case-insensitive; the last such number wins).
 RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)

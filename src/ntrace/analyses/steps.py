@@ -12,7 +12,7 @@ import polars as pl
 
 from ntrace.analyses.intervals import group_busy, reaching
 from ntrace.analyses.nesting import previous_reaching
-from ntrace.exprs import lookup, nulls
+from ntrace.exprs import lookup, matches, nulls
 from ntrace.lanes import LANES
 from ntrace.trace import STEP_NAME
 
@@ -25,17 +25,17 @@ HOST_LANES: tuple[str, ...] = tuple(lane for lane in LANES if lane != "hardware"
 DEVICE_SCHEMA = pl.Schema({"step": pl.Int64(), "device": pl.String(), "events": pl.Int64(), "busy": pl.Int64(), "idle": pl.Int64(), "span": pl.Int64()})
 
 
-def is_step(name: pl.Expr) -> pl.Expr:
+def is_step() -> pl.Expr:
     """Whether an event is a ProfilerStep#N annotation."""
-    return name.str.contains(STEP_NAME).fill_null(False)
+    return matches("name", STEP_NAME).fill_null(False)
 
 
 def step_windows(annotations: pl.DataFrame) -> pl.DataFrame:
     """The host-side ProfilerStep#N events (idx, name, ts, end, dur) as windows: (step, name, start, end, dur), the first per N in file order, sorted by start then file order."""
     return (
-        annotations.filter(is_step(pl.col("name")))
+        annotations.filter(is_step())
         .sort("idx")
-        .with_columns(step=pl.col("name").str.extract(STEP_NAME).cast(pl.Int64))
+        .with_columns(step=pl.col("name").cast(pl.String).str.extract(STEP_NAME).cast(pl.Int64))
         .unique("step", keep="first", maintain_order=True)
         .sort("ts", "idx")
         .select("step", "name", start="ts", end="end", dur="dur")
