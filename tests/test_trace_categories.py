@@ -18,9 +18,9 @@ TRACES = [*shared_trace_files(), *sorted((REPO / "fixtures" / "rmsnorm").glob("*
 
 
 def test_same_texts_as_codes() -> None:
-    frame = pl.DataFrame({"ph": ["X", None, "i"], "pid": ["1", "2", None], "tid": ["7", "7", "8"], "side": ["host", "device", "host"], "name": ["a", "b", "c"], "cat": ["x", "y", "z"]})
+    frame = pl.DataFrame({"ph": ["X", None, "i"], "pid": ["1", "2", None], "tid": ["7", "7", "8"], "side": ["host", "device", "host"], "name": ["a", "b", "c"], "cat": ["x", "y", "z"], "input_dims": ["[]", None, "[[1]]"]})
     held = compact(frame)
-    assert [held.schema[c] for c in CATEGORY_COLUMNS] == [pl.Categorical()] * len(CATEGORY_COLUMNS) and held.schema["cat"] == pl.String
+    assert [held.schema[c] for c in CATEGORY_COLUMNS] == [pl.Categorical()] * len(CATEGORY_COLUMNS) and held.schema["input_dims"] == pl.String
     assert held.with_columns(pl.col(CATEGORY_COLUMNS).cast(pl.String)).equals(frame)
     assert compact(held).equals(held) and compact(frame.drop("side")).schema["pid"] == pl.Categorical()  # the columns it has
     empty = compact(frame.with_columns(pl.lit(None, pl.String).alias("ph")))  # a category column holding only nulls: a constant null of its new type

@@ -64,8 +64,8 @@ MEMORY_COLUMNS = tuple(c for c in EVENT_SCHEMA if c.startswith("mem_"))
 #: The lane columns the classifier adds (ntrace.lanes.classify).
 LANE_SCHEMA = pl.Schema({"lane": pl.Enum(LANES), "side": pl.String()})
 
-#: The columns of few distinct texts (the phase, process and thread ids, the side), which a Trace holds as categoricals: a
-#: 4-byte code per event instead of a 16-byte string view, in the events frame and in every selection an analysis makes of it.
+#: The text columns whose texts repeat (the phase, name, process and thread ids, the side), which a Trace holds as categoricals: a 4-byte code
+#: per event instead of a 16-byte string view and the text itself, in the events frame and in every selection an analysis makes of it.
 CATEGORY_COLUMNS = ("ph", "name", "pid", "tid", "side")
 
 #: Every column of a Trace's events frame, in order: as decoded and classified, CATEGORY_COLUMNS as categoricals.
@@ -89,7 +89,8 @@ class Trace:
 def compact(frame: pl.DataFrame) -> pl.DataFrame:
     """`frame` as a Trace holds it: its CATEGORY_COLUMNS as categoricals, and every column that holds only nulls as one constant null, not a value per row (one query for both).
 
-    Categoricals hold the same texts and are compared, joined and sorted as text. Most traces leave
+    Categoricals hold the same texts and are compared, joined and sorted as text; string expressions
+    do not take them, so the analysis matches texts with `exprs.matches`. Most traces leave
     several columns empty (the `[memory]` fields without profile_memory, the NEFF name outside
     Neuron): stored per row they cost 8 bytes (Int64) or 16 (String) per event, and so does every
     copy an analysis makes of them. The values are the same.
