@@ -37,11 +37,6 @@ def matches(column: str, pattern: str) -> pl.Expr:
     return pl.col(column).is_in(distinct.filter(distinct.cast(pl.String).str.contains(pattern)).implode())
 
 
-def starts_with(column: str, prefix: str) -> pl.Expr:
-    """Whether each value of `column` (text or categorical) starts with `prefix` (null where the value is), tested once per distinct value; cheaper than `matches` at every size."""
-    return pl.col(column).cast(pl.Categorical).cat.starts_with(prefix)
-
-
 def us_text(ns: pl.Expr) -> pl.Expr:
     """Int64 ns as exact decimal µs text ("-1.234", "1700000000000000.125"), as ntrace.units.us_text writes one value: JSON numbers without float rounding, a column at a time.
 

@@ -21,7 +21,7 @@ from ntrace.analyses.ranks import COLLECTIVE, COMMUNICATION_SCHEMA, collective_i
 from ntrace.analyses.opview import OpView
 from ntrace.analyses.steps import DEVICE_SCHEMA, device_work, host_busy, is_step, launch_step, overlapping, step_windows
 from ntrace.analyses.totals import lane_categories, lane_totals, spans, track, track_totals, window
-from ntrace.exprs import fmt, on_polars_thread, starts_with
+from ntrace.exprs import fmt, matches, on_polars_thread
 from ntrace.summary import RankSummary, Summary, Timeline
 from ntrace.trace import Trace
 
@@ -203,7 +203,7 @@ class Profile:
     @cached_property
     def _windows(self) -> pl.DataFrame:
         """The profiler step windows (see ntrace.analyses.steps.step_windows)."""
-        return step_windows(self.select_complete("idx", "name", "ts", "end", "dur", where=HOST & starts_with("name", "ProfilerStep#")))
+        return step_windows(self.select_complete("idx", "name", "ts", "end", "dur", where=HOST & matches("name", "^ProfilerStep#")))
 
     @cached_property
     def steps(self) -> pl.DataFrame:

@@ -15,7 +15,7 @@ import polars as pl
 
 from ntrace.analyses.opview import SORT_KEYS, OpView
 from ntrace.analyses.nesting import HOST_EVENT, climb, innermost_open, subtree_sums, tree
-from ntrace.exprs import lookup, starts_with
+from ntrace.exprs import lookup, matches
 from ntrace.lanes import lower_is
 
 UNLINKED = "[unlinked device time]"
@@ -100,7 +100,7 @@ def device_name(categories: pl.DataFrame) -> str:
 def op_name() -> pl.Expr:
     """The name torch's table shows for an event (null read as ""): every "ProfilerStep#..." becomes "ProfilerStep*"; a categorical stays one."""
     name = pl.col("name").fill_null("")
-    return pl.when(starts_with("name", "ProfilerStep#").fill_null(False)).then(pl.lit("ProfilerStep*", pl.Categorical)).otherwise(name).alias("name")
+    return pl.when(matches("name", "^ProfilerStep#").fill_null(False)).then(pl.lit("ProfilerStep*", pl.Categorical)).otherwise(name).alias("name")
 
 
 def op_tree(host: pl.DataFrame) -> pl.DataFrame:
