@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import fields
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pytest
 from helpers import REPO, shared_trace_files
 from ntrace.io import read_trace
 from ntrace.profile import Profile
+from ntrace.summary import Summary
 from ntrace.trace import CATEGORY_COLUMNS, EVENT_COLUMNS, Trace, compact
 
 #: Every real trace, and the synthetic Neuron fixtures (hardware executions, NEFF names).
@@ -41,6 +44,35 @@ def test_no_figure_changes(path: Path) -> None:
     assert as_text.events.schema["pid"] == pl.String
     held, plain = Profile(trace).summary(), Profile(as_text).summary()
     assert [f.name for f in fields(held) if not _same(getattr(held, f.name), getattr(plain, f.name))] == []
+
+
+#: Computes one trace's summary (argv[1]) in a fresh process and prints its stored bytes, after first casting its texts
+#: (names, pids, tids, categories) to Polars' process-wide categorical in reverse order when argv[2] says so.
+_SUMMARY_AFTER = """
+import gzip
+import json
+import sys
+import polars as pl
+from ntrace.io import read_trace
+from ntrace.profile import Profile
+if sys.argv[2] == "reversed":  # the file's texts read as JSON, not through ntrace, which would cast them first
+    raw = open(sys.argv[1], "rb").read()
+    events = json.loads(gzip.decompress(raw) if sys.argv[1].endswith(".gz") else raw)["traceEvents"]
+    texts = {str(e[k]) for e in events for k in ("name", "pid", "tid", "cat", "ph") if e.get(k) is not None} | {"?", "", "host", "device"}
+    held = pl.Series(sorted(texts, reverse=True)).cast(pl.Categorical)  # first seen in reverse order: the codes the trace gets differ from a fresh process's
+sys.stdout.buffer.write(Profile(read_trace(sys.argv[1])).summary().to_bytes())
+"""
+
+
+@pytest.mark.parametrize("path", [TRACES[1], TRACES[-1]], ids=["real", "neuron"])
+def test_no_figure_depends_on_the_texts_a_process_saw_before(path: Path) -> None:
+    """Categorical codes come from one mapping per process, numbered as texts are first seen: a summary is the same whatever the process read before."""
+    fresh, seen = (
+        Summary.from_bytes(subprocess.run([sys.executable, "-c", _SUMMARY_AFTER, str(path), order], capture_output=True, timeout=120, check=True).stdout)
+        for order in ("fresh", "reversed")
+    )
+    assert fresh is not None and seen is not None
+    assert [f.name for f in fields(fresh) if f.compare and not _same(getattr(fresh, f.name), getattr(seen, f.name))] == []  # not the bytes each was read from
 
 
 def _same(a: object, b: object) -> bool:
