@@ -59,7 +59,7 @@ if sys.argv[2] == "reversed":  # the file's texts read as JSON, not through ntra
     raw = open(sys.argv[1], "rb").read()
     events = json.loads(gzip.decompress(raw) if sys.argv[1].endswith(".gz") else raw)["traceEvents"]
     texts = {str(e[k]) for e in events for k in ("name", "pid", "tid", "cat", "ph") if e.get(k) is not None} | {"?", "", "host", "device"}
-    held = pl.Series(sorted(texts, reverse=True)).cast(pl.Categorical)  # first seen in reverse order: the codes the trace gets differ from a fresh process's
+    pl.Series(sorted(texts, reverse=True)).cast(pl.Categorical)  # first seen in reverse order: the codes the trace gets differ from a fresh process's
 sys.stdout.buffer.write(Profile(read_trace(sys.argv[1])).summary().to_bytes())
 """
 

@@ -98,9 +98,9 @@ def device_name(categories: pl.DataFrame) -> str:
 
 
 def op_name() -> pl.Expr:
-    """The name torch's table shows for an event (null read as ""): every "ProfilerStep#..." becomes "ProfilerStep*"; a categorical stays one."""
+    """The name torch's table shows for an event (null read as ""): every "ProfilerStep#..." becomes "ProfilerStep*"; a categorical stays one (the literal takes the column's type)."""
     name = pl.col("name").fill_null("")
-    return pl.when(matches("name", "^ProfilerStep#").fill_null(False)).then(pl.lit("ProfilerStep*", pl.Categorical)).otherwise(name).alias("name")
+    return pl.when(matches("name", "^ProfilerStep#").fill_null(False)).then(pl.lit("ProfilerStep*")).otherwise(name).alias("name")
 
 
 def op_tree(host: pl.DataFrame) -> pl.DataFrame:
