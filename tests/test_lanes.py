@@ -73,7 +73,7 @@ def test_classify_equals_a_lookup_per_event() -> None:
         ruled.get((c or "").lower()) or (rows.get((c or "").lower(), ("other", "host")) if c is not None else ("other", "host")) for c in cats * 3
     ]
     assert list(zip(out["lane"].to_list(), out["side"].to_list())) == expected
-    assert out["lane"].dtype == pl.Enum(LANES) and out["side"].dtype == pl.String
+    assert out["lane"].dtype == pl.Enum(LANES) and out["side"].dtype == pl.Categorical
 
 
 @pytest.mark.parametrize(

@@ -95,19 +95,19 @@ def classify(events: pl.DataFrame, table: pl.DataFrame | None = None) -> pl.Data
     code = events["cat"].cast(pl.Enum(names)).to_physical()
     lower = names.str.to_lowercase()
     lane = lower.replace_strict(cats, table["lane"], default="other", return_dtype=pl.Enum(LANES))
-    side = lower.replace_strict(cats, table["side"], default="host", return_dtype=pl.String)
+    side = lower.replace_strict(cats, table["side"], default="host", return_dtype=pl.Categorical)
     out = events.with_columns(lane=lookup(lane, code).fill_null("other"), side=lookup(side, code).fill_null("host"))
     ruled = {cat for cat, *_ in NAME_RULES} & set(lower.to_list())
     if not ruled:  # the common case: no category that needs its names read
         return out
     # the rules read names only in their categories' rows: those rows are picked by code, and only their names matched
     rows = lookup(lower.is_in(list(ruled)), code).fill_null(False).arg_true()
-    picked = pl.DataFrame({"cat": lookup(lower, lookup(code, rows)), "name": events["name"].gather(rows).fill_null(""), "lane": out["lane"].gather(rows), "side": out["side"].gather(rows)})
+    picked = pl.DataFrame({"cat": lookup(lower, lookup(code, rows)), "name": events["name"].gather(rows).cast(pl.String).fill_null(""), "lane": out["lane"].gather(rows), "side": out["side"].gather(rows)})
     new_lane, new_side = pl.col("lane"), pl.col("side")
     for rule_cat, pattern, rule_lane, rule_side, _ in reversed(NAME_RULES):  # the first rule applied last: it wins
         hit = (pl.col("cat") == rule_cat) & pl.col("name").str.contains(pattern)
         new_lane = pl.when(hit).then(pl.lit(rule_lane, pl.Enum(LANES))).otherwise(new_lane)
-        new_side = pl.when(hit).then(pl.lit(rule_side)).otherwise(new_side)
+        new_side = pl.when(hit).then(pl.lit(rule_side, pl.Categorical)).otherwise(new_side)
     ruled_rows = picked.select(lane=new_lane, side=new_side)
     return out.with_columns(out["lane"].scatter(rows, ruled_rows["lane"]), out["side"].scatter(rows, ruled_rows["side"]))
 

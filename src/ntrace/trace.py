@@ -62,11 +62,12 @@ EVENT_SCHEMA = pl.Schema(
 MEMORY_COLUMNS = tuple(c for c in EVENT_SCHEMA if c.startswith("mem_"))
 
 #: The lane columns the classifier adds (ntrace.lanes.classify).
-LANE_SCHEMA = pl.Schema({"lane": pl.Enum(LANES), "side": pl.String()})
+LANE_SCHEMA = pl.Schema({"lane": pl.Enum(LANES), "side": pl.Categorical()})
 
-#: The text columns whose texts repeat (the phase, name, process and thread ids, the side), which a Trace holds as categoricals: a 4-byte code
-#: per event instead of a 16-byte string view and the text itself, in the events frame and in every selection an analysis makes of it.
-CATEGORY_COLUMNS = ("ph", "name", "pid", "tid", "side")
+#: The text columns whose texts repeat (the phase, name, process and thread ids, a flow end's binding point, the side), which a Trace holds as
+#: categoricals: a 4-byte code per event instead of a 16-byte string view and the text itself, in the events frame and in every selection an
+#: analysis makes of it.
+CATEGORY_COLUMNS = ("ph", "name", "pid", "tid", "flow_bp", "side")
 
 #: Every column of a Trace's events frame, in order: as decoded and classified, CATEGORY_COLUMNS as categoricals.
 EVENT_COLUMNS = pl.Schema({c: pl.Categorical() if c in CATEGORY_COLUMNS else t for c, t in {**EVENT_SCHEMA, **LANE_SCHEMA}.items()})

@@ -9,7 +9,7 @@ from typing import Any, Iterable
 import polars as pl
 
 from ntrace.io.kineto._keys import MEMORY_KEYS
-from ntrace.trace import EVENT_SCHEMA, end_fits
+from ntrace.trace import CATEGORY_COLUMNS, EVENT_SCHEMA, compact, end_fits
 
 
 #: A JSON number as the grammar writes it: what a string holding a number must match to be read as one.
@@ -124,38 +124,38 @@ def shapes_utf8(values: Iterable[Any]) -> bool:
 
 
 def frame(cols: dict[str, Any], path: Path, warnings: list[str]) -> pl.DataFrame:
-    """Build the typed events frame from columns as decoded (lists, or the batched decoder's final Series); warn about values that had to be dropped."""
+    """Build the typed events frame from columns as decoded (lists, or the batched decoder's final Series), as a Trace holds it (trace.compact); warn about values that had to be dropped.
+
+    `cols` is emptied as its columns are taken: a text column is freed as soon as its categorical
+    is made, not when the caller's last reference goes, so no column is held twice at the peak.
+    """
     n = len(cols["ph"])
     for column in ("ts", "dur"):
         if f"{column}_dropped" not in cols:  # the values' JSON text as decoded (the fast path gives ns, and what it dropped)
             cols[column], cols[f"{column}_dropped"] = text_ns(cols[column])
-        if n_bad := int(cols[f"{column}_dropped"].sum()):
+        if n_bad := int(cols.pop(f"{column}_dropped").sum()):
             warnings.append(f"{path}: {n_bad} '{column}' values are not numbers or do not fit in int64 ns; dropped")
-    events = pl.DataFrame(
-        {
-            "idx": pl.int_range(0, n, dtype=pl.Int64, eager=True),
-            "ph": pl.Series(cols["ph"], dtype=pl.String),
-            "cat": pl.Series(cols["cat"], dtype=pl.String, strict=False),
-            "name": pl.Series(cols["name"], dtype=pl.String, strict=False),
-            "pid": ids_text(cols["pid"]),
-            "tid": ids_text(cols["tid"]),
-            "ts": cols["ts"].alias("ts"),
-            "dur": cols["dur"].alias("dur"),
-            "external_id": _ints(cols["external_id"]),
-            "correlation": _ints(cols["correlation"]),
-            "flow_id": _ints(cols["flow_id"]),
-            "flow_bp": pl.Series(cols["flow_bp"], dtype=pl.String, strict=False),
-            "stream": _ints(cols["stream"]),
-            "device": _ints(cols["device"]),
-            "sequence": _ints(cols["sequence"]),
-            "bytes": _ints(cols["bytes"]),
-            "input_dims": shapes_text(cols["input_dims"]),
-            "model": pl.Series(cols["model"], dtype=pl.String, strict=False),
-            **{name: _ints(cols[name]) for name in MEMORY_KEYS},
-        }
-    )
+    taken = {name: _typed(name, cols.pop(name)) for name in EVENT_SCHEMA if name not in ("idx", "end")}
+    events = compact(pl.DataFrame({"idx": pl.int_range(0, n, dtype=pl.Int64, eager=True), **taken}))
+    del taken
     events = _clean_complete(events, path, warnings)
     return events.with_columns(end=pl.col("ts") + pl.col("dur")).select(list(EVENT_SCHEMA))
+
+
+def _typed(name: str, values: Any) -> pl.Series:
+    """One decoded column in its frame type: times as given (ns), pid/tid and the other texts as text (CATEGORY_COLUMNS as categoricals), shapes compact, linking keys as Int64."""
+    column: pl.Series
+    if name in ("ts", "dur"):
+        column = values
+    elif name in ("pid", "tid"):
+        column = ids_text(values)
+    elif name == "input_dims":
+        column = shapes_text(values)
+    elif EVENT_SCHEMA[name] == pl.String:
+        column = pl.Series(values, dtype=pl.String, strict=name != "ph")
+    else:
+        column = _ints(values)
+    return (column.cast(pl.Categorical) if name in CATEGORY_COLUMNS else column).alias(name)
 
 
 def _clean_complete(frame: pl.DataFrame, path: Path, warnings: list[str]) -> pl.DataFrame:

@@ -24,7 +24,7 @@ def checked_events(events: pl.DataFrame, path: Path, warnings: list[str]) -> pl.
     """`events` without duplicated complete events; appends a warning for each kind of oddity found."""
     unknown = events.filter(~pl.col("ph").is_in(list(KNOWN_PH)))["ph"]
     if len(unknown):
-        shown = ", ".join(repr(p) for p in unknown.unique().sort().head(5).to_list())
+        shown = ", ".join(repr(p) for p in unknown.cast(pl.String).unique().sort().head(5).to_list())
         warnings.append(f"{path}: {len(unknown)} events have a ph the trace format does not define ({shown}); they were not analyzed")
     # sorted hashes of the complete events' times: only events sharing one are compared field by field
     # (no hash table, no copy of the text columns; two hashes instead of four keep the peak lower)
