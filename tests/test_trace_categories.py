@@ -21,7 +21,7 @@ TRACES = [*shared_trace_files(), *sorted((REPO / "fixtures" / "rmsnorm").glob("*
 
 
 def test_same_texts_as_codes() -> None:
-    frame = pl.DataFrame({"ph": ["X", None, "i"], "pid": ["1", "2", None], "tid": ["7", "7", "8"], "side": ["host", "device", "host"], "name": ["a", "b", "c"], "cat": ["x", "y", "z"], "input_dims": ["[]", None, "[[1]]"]})
+    frame = pl.DataFrame({"ph": ["X", None, "i"], "pid": ["1", "2", None], "tid": ["7", "7", "8"], "side": ["host", "device", "host"], "name": ["a", "b", "c"], "cat": ["x", "y", "z"], "flow_bp": [None, "e", None], "input_dims": ["[]", None, "[[1]]"]})
     held = compact(frame)
     assert [held.schema[c] for c in CATEGORY_COLUMNS] == [pl.Categorical()] * len(CATEGORY_COLUMNS) and held.schema["input_dims"] == pl.String
     assert held.with_columns(pl.col(CATEGORY_COLUMNS).cast(pl.String)).equals(frame)

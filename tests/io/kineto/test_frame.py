@@ -9,9 +9,9 @@ import polars as pl
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ntrace.io.kineto import read_kineto
-
-from ntrace.io.kineto._frame import ids_text, shapes_text, shapes_utf8, text_ints
+from ntrace.io.kineto import _fast, _plain, read_kineto
+from ntrace.io.kineto._frame import frame, ids_text, shapes_text, shapes_utf8, text_ints
+from ntrace.trace import CATEGORY_COLUMNS, compact
 
 
 def test_text_ints_parse_numbers_and_null_the_rest() -> None:
@@ -57,3 +57,32 @@ def test_integer_text_keys_are_read_digit_for_digit(keys: list[tuple[int, str, s
     texts = [f"{pad}{sign if value >= 0 else ''}{value}{pad}" for value, pad, sign in keys]
     expected = [value if -(2**63) <= value < 2**63 else None for value, _, _ in keys]
     assert text_ints(pl.Series(texts, dtype=pl.String)).to_list() == expected
+
+
+def test_frame_takes_its_columns_and_builds_them_as_a_trace_holds_them(tmp_path: Path) -> None:
+    """`frame` empties the columns it is given (each text column is freed once its categorical is made) and its frame is already compact, from every decoder, with the texts as written."""
+    names = ["aten::mm", "a longer name than twelve bytes", "aten::mm", None]
+    events = [
+        {"ph": "X", "name": names[0], "cat": "cpu_op", "pid": 7, "tid": "Spans", "ts": 1.5, "dur": 2, "args": {"External id": 3}},
+        {"ph": "X", "name": names[1], "cat": "kernel", "pid": 0, "tid": 7, "ts": 4, "dur": 1, "args": {"correlation": 9}},
+        {"ph": "f", "name": names[2], "cat": "ac2g", "pid": 0, "tid": 7, "ts": 4, "id": 9, "bp": "e"},
+        {"ph": "i", "cat": "cpu_op", "pid": 7, "tid": 1, "ts": 6},
+    ]
+    path = tmp_path / "t.json"
+    path.write_bytes(orjson.dumps({"traceEvents": events}))
+    raw = path.read_bytes()
+    decoded = {"native": _fast.columns(raw), "plain": _plain.columns(_plain.decode(raw), path, [])}
+    frames = []
+    for how, got in decoded.items():
+        assert got is not None, how
+        cols = got[0]
+        built = frame(cols, path, [])
+        assert cols == {}, how
+        assert all(built.schema[c] == pl.Categorical for c in CATEGORY_COLUMNS if c in built.schema), how
+        assert built.equals(compact(built)), how
+        texts = built.with_columns(pl.col(c).cast(pl.String) for c in CATEGORY_COLUMNS if c in built.schema)
+        assert texts["name"].to_list() == names and texts["pid"].to_list() == ["7", "0", "0", "7"]
+        assert texts["tid"].to_list() == ["Spans", "7", "7", "1"] and texts["flow_bp"].to_list() == [None, None, "e", None]
+        assert texts["ts"].to_list() == [1500, 4000, 4000, 6000] and texts["mem_bytes"].to_list() == [None] * 4
+        frames.append(texts)
+    assert frames[0].equals(frames[1])
