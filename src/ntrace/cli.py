@@ -537,7 +537,7 @@ def export(path: Path, out: Path, quiet: bool, window: str | None, steps: str | 
         profile = load(traces[0], part=part)
         written = export_perfetto(profile, out)
     _warn([*skipped, *profile.trace.warnings])
-    click.echo(f"wrote {one_line(str(written))}: {plural(profile.complete.height, 'slice')}, {plural(profile.links.height, 'flow')}, {plural(profile.hardware_idle.height, 'hardware idle gap')}; open it in https://ui.perfetto.dev or chrome://tracing")
+    click.echo(f"wrote {one_line(str(written))}: {plural(profile.complete_count, 'slice')}, {plural(profile.links.height, 'flow')}, {plural(profile.hardware_idle.height, 'hardware idle gap')}; open it in https://ui.perfetto.dev or chrome://tracing")
 
 
 @main.command(

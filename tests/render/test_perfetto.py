@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
+import polars as pl
+import pytest
 from click.testing import CliRunner
 
 from helpers import write_trace, x
 from ntrace import load
 from ntrace.cli import main
-from ntrace.render.perfetto import GAP_CATEGORY, export_perfetto, perfetto_json
+from ntrace.render import perfetto
+from ntrace.render.perfetto import GAP_CATEGORY, export_perfetto, overlap_levels, perfetto_json
 
 
 def _small(path: Path) -> Path:
@@ -187,3 +191,41 @@ def test_gzip_output_rereads(tmp_path: Path) -> None:
     again = load(out)
     assert again.lanes.equals(profile.lanes) and again.gaps.equals(profile.gaps)
     assert not list(tmp_path.glob(".*.part"))
+
+
+def test_parts_change_nothing_and_gzip_streams_as_gzip_compress_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The document made _CHUNK events at a time (and the overlap walk fed as many values at a time) is the one made whole; gzipped as it is written, it is what gzip.compress(mtime=0) makes of it."""
+    profile = load(_overlapping(tmp_path / "trace.json"))
+    whole = perfetto_json(profile)
+    monkeypatch.setattr(perfetto, "_CHUNK", 2)
+    assert perfetto_json(load(_overlapping(tmp_path / "trace.json"))) == whole
+    out = export_perfetto(profile, tmp_path / "out.json.gz")
+    assert out.read_bytes() == gzip.compress(whole, mtime=0)
+    assert export_perfetto(profile, tmp_path / "out.json").read_bytes() == whole
+
+
+def test_overlap_levels_equal_a_walk_over_whole_lists() -> None:
+    """Levels computed over values fed a few at a time equal a plain walk over whole lists (Perfetto's nesting rule), group by group."""
+    rng = random.Random(5)
+    rows = sorted(((rng.randrange(3), rng.randrange(50)) for _ in range(400)))
+    rows = [(g, ts, ts + rng.randrange(0, 20)) for g, ts in rows]
+    rows.sort(key=lambda r: (r[0], r[1], -r[2]))
+    expected, stacks, previous = [], [], None
+    for g, start, stop in rows:
+        if g != previous:
+            stacks, previous = [], g
+        level = 0
+        while True:
+            if level == len(stacks):
+                stacks.append([])
+            stack = [s for s in stacks[level] if s > start]
+            if not stack or stop <= stack[-1]:
+                stacks[level] = [*stack, stop]
+                expected.append(level)
+                break
+            stacks[level] = stack
+            level += 1
+    columns = [pl.Series([r[i] for r in rows], dtype=pl.Int64) for i in range(3)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(perfetto, "_CHUNK", 7)
+        assert overlap_levels(*columns) == expected

@@ -10,6 +10,8 @@
 - `bounds`: leaving out the events whose ns no int64 sum could hold;
 - `manifest`: the capture manifest (`capture.json`) beside a capture;
 - `atomic` and `progress`: writing files whole, reporting how far a read is.
+
+`source_args` re-reads the `args` a Kineto file wrote, which no Trace keeps, for `ntrace export`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from ntrace.io.memo import Kind
     from ntrace.trace import Trace
 
@@ -58,6 +62,17 @@ def read_ahead(path: str | Path, remembered: Kind | None = "summary") -> None:
     entry = memo.entry(path, remembered) if remembered else None
     if entry is None or not entry.is_file():
         start(path)
+
+
+def source_args(path: str | Path) -> pl.DataFrame:
+    """idx, name (categorical) and args (the JSON object text as written, or null) of every event of the Kineto JSON file at `path`, in file order, decoded a window at a time.
+
+    Raises NtraceError or OSError where the file cannot be read, msgspec.DecodeError where the
+    typed decoder does not read it as it is (JSON that needs repair, a value of another type).
+    """
+    from ntrace.io.kineto._args import event_args
+
+    return event_args(Path(path))
 
 
 def _valid_names(trace: Trace) -> Trace:

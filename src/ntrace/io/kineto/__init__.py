@@ -15,6 +15,9 @@ The way of a file through this package:
 5. the columns become the events frame (_frame), checked for oddities (_sanity), and are
    classified into lanes (ntrace.lanes).
 
+Beside that way, `_args` re-reads the `args` objects as the file wrote them, a window at a time
+(_windows), for the Perfetto export (`ntrace.io.source_args`): a Trace keeps only the keys it links by.
+
 The package's top imports no Polars: `read_ahead` (_ahead) starts step 2's native parse of a
 large file on a thread before Polars and the analysis are imported, and `read_kineto` (_read)
 takes its columns.

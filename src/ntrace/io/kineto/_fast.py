@@ -17,7 +17,6 @@ decoder (_plain), which coerces per value and yields the same columns.
 from __future__ import annotations
 
 import json
-import mmap
 import time
 from dataclasses import replace
 from operator import attrgetter
@@ -30,7 +29,7 @@ import polars as pl
 from ntrace.io.kineto import _columnar, _fork
 from ntrace.io.kineto._frame import ids_text, json_safe, key_ints, shapes_text, text_ns
 from ntrace.io.kineto._keys import MEMORY_KEYS
-from ntrace.io.kineto._windows import DOCUMENT, Document, Outline, Uncut, outline, windows
+from ntrace.io.kineto._windows import DOCUMENT, Document, Outline, Uncut, outline, release, windows
 from ntrace.io.progress import report
 
 if TYPE_CHECKING:
@@ -95,7 +94,7 @@ def columns(text: Any, stage: str = "decoding", ahead: Parsed | None = None) -> 
     if ahead is not None:
         return _columnar.joined(ahead.parts), meta(ahead.found.doc)
     found = outline(text, DOCUMENT)
-    _release(text)  # the pages the outline read
+    release(text)  # the pages the outline read
     cols = _columnar.columns(text, found, stage)
     if cols is None:
         cols = _window_columns(text, found, stage)
@@ -169,7 +168,7 @@ def _part_columns(text: Any, part: Outline, stage: str | None = None, whole: Out
         for events, reached in windows(text, part, _BATCH.decode):
             chunks.add(events)
             del events
-            _release(text, done, reached)
+            release(text, done, reached)
             done = reached
             if stage:
                 report(stage, reached - whole.start, whole.end - whole.start, "bytes")
@@ -222,15 +221,6 @@ class _Chunks:
 def _one_type(parts: list[pl.Series]) -> list[pl.Series]:
     """Chunks of one column, as text where their types differ (pid/tid: integers in some batches, names in others)."""
     return [ids_text(p) for p in parts] if len({p.dtype for p in parts}) > 1 else parts
-
-
-def _release(text: object, start: int = 0, stop: int | None = None) -> None:
-    """Drop a memory map's pages (those from `start` to `stop`) from this process; touched again, they are read back from the page cache."""
-    if isinstance(text, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):  # not on Windows
-        start -= start % mmap.PAGESIZE
-        stop = len(text) if stop is None else stop
-        if stop > start:
-            text.madvise(mmap.MADV_DONTNEED, start, stop - start)
 
 
 def _event_columns(events: list[_Event], text_ids: set[str]) -> dict[str, pl.Series]:

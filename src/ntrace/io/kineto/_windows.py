@@ -20,6 +20,7 @@ within a few tries) raises Uncut, and the caller decodes the file another way.
 
 from __future__ import annotations
 
+import mmap
 import re
 import secrets
 from dataclasses import dataclass
@@ -162,3 +163,12 @@ def windows(text: Buffer, found: Outline, decode: Callable[[bytes], list[Any]], 
             yield events, stop
             del events  # the caller is done with them: freed now, their memory is reused (still in cache) for the next window's
             pos = cut.end() - 1 if cut else end
+
+
+def release(text: object, start: int = 0, stop: int | None = None) -> None:
+    """Drop a memory map's pages (those from `start` to `stop`) from this process; touched again, they are read back from the page cache."""
+    if isinstance(text, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):  # not on Windows
+        start -= start % mmap.PAGESIZE
+        stop = len(text) if stop is None else stop
+        if stop > start:
+            text.madvise(mmap.MADV_DONTNEED, start, stop - start)
