@@ -2,6 +2,8 @@
 
 import importlib
 import importlib.resources
+import os
+import platform
 import subprocess
 import sys
 
@@ -47,8 +49,6 @@ def test_unknown_name_raises_attribute_error() -> None:
 
 
 def _allocator_conf(code: str, env: dict[str, str]) -> str:
-    import os
-
     full = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"} | env
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=full).stdout.strip()
 
@@ -58,3 +58,24 @@ def test_cli_returns_freed_memory_sooner_unless_the_user_chose() -> None:
     assert _allocator_conf(code, {}).endswith(",dirty_decay_ms:100,muzzy_decay_ms:0,oversize_threshold:65536")  # appended after Polars' defaults: it wins
     assert _allocator_conf(code, {"_RJEM_MALLOC_CONF": "narenas:1"}).endswith(",narenas:1")
     assert "dirty_decay_ms:100" not in _allocator_conf("import os, polars, ntrace; print(os.environ['_RJEM_MALLOC_CONF'])", {})
+
+
+_MAPPED = """
+import ctypes, os, sys
+if sys.argv[1] == "cli":
+    import ntrace.cli
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_size_t], [ctypes.c_void_p]
+libc.free(libc.malloc(8 << 20))  # freeing a mapped block is what raises glibc's own threshold
+block = libc.malloc(1 << 18)
+print(bool(ctypes.c_size_t.from_address(block - 8).value & 2), os.environ.get("MALLOC_MMAP_THRESHOLD_"))  # the chunk header's IS_MMAPPED bit; the environment a workload inherits
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc only")
+def test_cli_keeps_large_blocks_mapped_so_freeing_returns_them() -> None:
+    """After the CLI's import a 256 KiB block is still mapped on its own once a larger one was freed (glibc alone moves it to the heap); the environment, which a captured workload inherits, is left alone."""
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
+    run = lambda *args: subprocess.run([sys.executable, "-c", _MAPPED, *args], capture_output=True, text=True, check=True, env=env).stdout.split()  # noqa: E731
+    assert run("bare") == ["False", "None"]
+    assert run("cli") == ["True", "None"]

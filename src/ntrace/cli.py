@@ -31,6 +31,27 @@ if TYPE_CHECKING:  # imported where used: concurrent.futures where a pool is mad
 # value the user set wins.
 os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:100,muzzy_decay_ms:0,oversize_threshold:65536")
 
+
+def _fixed_mmap_threshold(size: int = 1 << 17) -> None:
+    """glibc's malloc (the native parser's columns) maps every block of `size` bytes or more on its own, returned whole when freed.
+
+    Left to itself glibc raises that threshold each time such a block is freed, so the parser's
+    later columns come from its heap, whose freed pages it keeps. Set for this process only (its
+    worker processes import this module too), not in the environment a captured workload
+    inherits; a value the user set wins, and elsewhere than glibc nothing happens.
+    """
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).mallopt(-3, size)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
+_fixed_mmap_threshold()
+
 from ntrace.analyses.opview import SORT_KEYS, OpView  # noqa: E402
 from ntrace.errors import NtraceError, Terminated, one_line  # noqa: E402
 from ntrace.io.atomic import remove_partial_files  # noqa: E402
