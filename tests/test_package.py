@@ -66,15 +66,15 @@ if sys.argv[1] == "cli":
     import ntrace.cli
 libc = ctypes.CDLL(None)
 libc.malloc.restype, libc.malloc.argtypes, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_size_t], [ctypes.c_void_p]
-libc.free(libc.malloc(8 << 20))  # freeing a mapped block is what raises glibc's own threshold
-block = libc.malloc(1 << 18)
+libc.free(libc.malloc(30 << 20))  # freeing a mapped block raises glibc's own threshold to its size (up to 32 MiB)
+block = libc.malloc(24 << 20)  # more than the heap has free: mapped, or the heap grows for it
 print(bool(ctypes.c_size_t.from_address(block - 8).value & 2), os.environ.get("MALLOC_MMAP_THRESHOLD_"))  # the chunk header's IS_MMAPPED bit; the environment a workload inherits
 """
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc only")
 def test_cli_keeps_large_blocks_mapped_so_freeing_returns_them() -> None:
-    """After the CLI's import a 256 KiB block is still mapped on its own once a larger one was freed (glibc alone moves it to the heap); the environment, which a captured workload inherits, is left alone."""
+    """After the CLI's import a 24 MiB block is still mapped on its own once a 30 MiB one was freed (glibc alone grows its heap for it); the environment, which a captured workload inherits, is left alone."""
     env = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
     run = lambda *args: subprocess.run([sys.executable, "-c", _MAPPED, *args], capture_output=True, text=True, check=True, env=env).stdout.split()  # noqa: E731
     assert run("bare") == ["False", "None"]

@@ -33,10 +33,10 @@ os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:100,muzzy_decay_ms:0,
 
 
 def _fixed_mmap_threshold(size: int = 1 << 17) -> None:
-    """glibc's malloc (the native parser's columns) maps every block of `size` bytes or more on its own, returned whole when freed.
+    """glibc's malloc (the native parser's columns) maps a block of `size` bytes or more that its heap has no free room for on its own, returned whole when freed, rather than growing the heap.
 
     Left to itself glibc raises that threshold each time such a block is freed, so the parser's
-    later columns come from its heap, whose freed pages it keeps. Set for this process only (its
+    later columns grew its heap, whose freed pages it keeps. Set for this process only (its
     worker processes import this module too), not in the environment a captured workload
     inherits; a value the user set wins, and elsewhere than glibc nothing happens.
     """
