@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from functools import cached_property
+from typing import Literal
 
 import polars as pl
 
@@ -119,7 +120,7 @@ class Profile:
     @cached_property
     def categories(self) -> pl.DataFrame:
         """Per (lane, category): events and summed duration."""
-        return lane_categories(self.select_complete("lane", "cat", "dur"))
+        return lane_categories(self.complete_rows().select("lane", "cat", "dur")).collect(engine=self._engine)
 
     @cached_property
     def _track_pass(self) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -239,10 +240,10 @@ class Profile:
         """torch's op tree of the host events, in its walking order: idx, parent_idx, depth, pos, parent, last and the event's columns (see ntrace.analyses.nesting.tree).
 
         Built from the complete events torch builds its tree from (opmod.TREE_EVENT), with the
-        columns the op tree and table read; that selection is not kept beside the tree, which
-        holds the same columns in walking order.
+        columns the op tree and table read, selected and put in walking order by one query: no
+        copy of them in file order is kept while the tree is built.
         """
-        return opmod.op_tree(self.select_complete("idx", "pid", "tid", "ts", "end", "dur", "name", "cat", "input_dims", where=opmod.TREE_EVENT))
+        return opmod.op_tree(self.complete_rows(opmod.TREE_EVENT).select("idx", "pid", "tid", "ts", "end", "dur", "name", "cat", "input_dims"))
 
     @cached_property
     def device(self) -> str:
@@ -306,12 +307,11 @@ class Profile:
 
     @cached_property
     def launched(self) -> pl.DataFrame:
-        """Per device activity: idx, dur, call_idx, op_idx (as attribution), its name, ts and bytes, and the launching op's name (`op`), names as text as the op table has them."""
-        return (
-            self.attribution.join(self.activities.select("idx", "name", "ts", "bytes"), on="idx")
-            .join(self.nesting.select(op_idx="idx", op="key"), on="op_idx", how="left")
-            .with_columns(pl.col("name", "op").cast(pl.String))
-        )
+        """Per device activity: idx, dur, call_idx, op_idx (as attribution), its name, ts and bytes, and the launching op's name (`op`), names as categoricals as the events hold them."""
+        attribution = self.attribution
+        # the ops that launched something, picked out of the tree first: the join then hashes those, not every op
+        ops = self.nesting.select(op_idx="idx", op="key").filter(pl.col("op_idx").is_in(attribution["op_idx"].drop_nulls().implode()))
+        return attribution.join(self.activities.select("idx", "name", "ts", "bytes"), on="idx").join(ops, on="op_idx", how="left")
 
     @property
     def analysis_warnings(self) -> tuple[str, ...]:
@@ -360,6 +360,11 @@ class Profile:
     def ops(self) -> pl.DataFrame:
         """The per-op table in the default view: every row, sorted by self CPU."""
         return self.op_table()
+
+    @property
+    def _engine(self) -> Literal["in-memory", "streaming"]:
+        """The engine for an aggregation over every complete event: Polars' streaming one reads them a batch at a time, holding no copy of the columns it reads, but costs more to start than a small trace's whole query."""
+        return "in-memory" if self._small else "streaming"
 
     @property
     def _small(self) -> bool:

@@ -96,11 +96,12 @@ def compact(frame: pl.DataFrame) -> pl.DataFrame:
     Neuron): stored per row they cost 8 bytes (Int64) or 16 (String) per event, and so does every
     copy an analysis makes of them. The values are the same.
     """
-    texts = {c for c in CATEGORY_COLUMNS if frame.schema.get(c) == pl.String}
-    empty = {c for c, nulls in zip(frame.columns, frame.null_count().row(0)) if nulls == frame.height} if frame.height else set()
+    schema = frame.schema  # built anew by every call: read once
+    texts = {c for c in CATEGORY_COLUMNS if schema.get(c) == pl.String}
+    empty = {c for c, nulls in zip(schema, frame.null_count().row(0)) if nulls == frame.height} if frame.height else set()
     changed = [
-        pl.lit(None, pl.Categorical() if c in texts else frame.schema[c]).alias(c) if c in empty else pl.col(c).cast(pl.Categorical)
-        for c in frame.columns
+        pl.lit(None, pl.Categorical() if c in texts else dtype).alias(c) if c in empty else pl.col(c).cast(pl.Categorical)
+        for c, dtype in schema.items()
         if c in empty or c in texts
     ]
     return frame.with_columns(changed) if changed else frame

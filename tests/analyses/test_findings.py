@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from helpers import REPO, write_trace, x
 from ntrace import load
 from ntrace.cli import main
+from ntrace.analyses.findings import findings
 
 RMSNORM = REPO / "fixtures" / "rmsnorm"
 
@@ -148,3 +149,26 @@ def test_mtia_dma_and_waits_are_not_compute(tmp_path: Path) -> None:
     assert profile.findings.filter(pl.col("kind") == "small_executions").is_empty()
     lanes = {r["lane"]: r["events"] for r in profile.lanes.iter_rows(named=True)}
     assert (lanes["hardware"], lanes["device"]) == (2, 4)
+
+
+def test_findings_read_names_as_categoricals_or_text(tmp_path: Path) -> None:
+    """Profile.launched keeps the events' categorical names; findings over it equal findings over the same rows as text, copies listed by op name as text sorts."""
+    ops = ["zz_first_seen::op", "mm_second::op", "aa_last_seen::op"]  # new names: their categorical codes follow this order, not the text's
+    events = []
+    for i, op in enumerate(ops):
+        t = i * 100
+        events += [
+            x(op, "cpu_op", t, 50),
+            x("cudaMemcpyAsync", "cuda_runtime", t + 10, 10, correlation=i + 1),
+            x("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", t + 30, 5 + i, pid=0, tid=7, correlation=i + 1, bytes=4, device=0, stream=7),
+        ]
+    profile = load(write_trace(tmp_path / "three.json", events))
+    launched = profile.launched
+    assert launched.schema["name"] == launched.schema["op"] == pl.Categorical()
+    as_text = launched.with_columns(pl.col("name", "op").cast(pl.String))
+    got = findings(profile.op_table(), launched, profile.executions, profile.device, profile.device_ns)
+    assert got.equals(findings(profile.op_table(), as_text, profile.executions, profile.device, profile.device_ns))
+    assert got.filter(pl.col("kind") == "host_to_device_copy")["subject"].to_list() == sorted(ops)
+    hot = got.filter(pl.col("kind") == "device_hotspot")
+    assert hot["subject"].to_list() == list(reversed(ops))  # by self device time: 7, 6, 5 µs
+    assert [[e["op"] for e in events] for events in hot["events"]] == [[op] for op in reversed(ops)]

@@ -55,13 +55,18 @@ def _finding(frame: pl.DataFrame, kind: str, subject: str, summary: Callable[[di
 def hotspots(table: pl.DataFrame, launched: pl.DataFrame, device: str, device_ns: int, top: int = 3) -> pl.DataFrame:
     """The op table rows (ops, not annotations or the unlinked row) with the most self device time, each with the device activities it launched.
 
-    `table` is the op table by name; `launched` holds each attributed device activity (idx, name, ts, dur) with its launching op's row name (`op`).
+    `table` is the op table by name; `launched` holds each attributed device activity (idx, name, ts, dur) with its launching op's row name (`op`), names as text or categoricals.
     """
     rows = table.filter(~pl.col("user_annotation") & (pl.col("name") != UNLINKED) & (pl.col("self_device") > 0))
     if rows.is_empty() or not device_ns:
         return pl.DataFrame(schema=FINDING_SCHEMA)
     chosen = rows.sort(["self_device", "name"], descending=[True, False]).head(top).select(op="name", time="self_device", calls="calls")
-    listed = launched.join(chosen.select("op"), on="op").group_by("op").agg(_events(pl.col("op")), activities=pl.len())
+    listed = (
+        launched.filter(pl.col("op").is_in(chosen["op"].implode()))  # names as categoricals: the few rows kept are made text
+        .group_by("op")
+        .agg(_events(pl.col("op")), activities=pl.len())
+        .with_columns(pl.col("op").cast(pl.String))
+    )
     per_op = chosen.join(listed, on="op", how="left", maintain_order="left").with_columns(pl.col("activities").fill_null(0))
     return _finding(
         per_op,

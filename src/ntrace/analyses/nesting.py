@@ -32,14 +32,18 @@ from ntrace.lanes import lower_is
 HOST_EVENT = (pl.col("side") == "host") & (~lower_is("cat", "trace")).fill_null(True)
 
 
-def tree_order(events: pl.DataFrame) -> pl.DataFrame:
-    """`events` (idx, pid, tid, ts, end, …) in torch's walking order: by thread, start, end descending, file order; with `thread` (an integer per thread) and `first` (the thread's first event)."""
-    if not events["idx"].is_sorted():  # instant on the idx-sorted frames the profile selects
+def tree_order(events: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """`events` (idx, pid, tid, ts, end, …) in torch's walking order: by thread, start, end descending, file order; with `thread` (an integer per thread) and `first` (the thread's first event).
+
+    A lazy frame must give its events in file order (as Profile.complete_rows does): selected and
+    sorted in one query, the selection is freed as soon as it is sorted.
+    """
+    if isinstance(events, pl.DataFrame) and not events["idx"].is_sorted():  # instant on the idx-sorted frames the profile selects
         events = events.sort("idx")
     thread = thread_key(pl.col("pid").fill_null("?"), pl.col("tid").fill_null("?"))
     # in file order, a stable sort on the other keys breaks their ties by file order: three sort keys, not four
-    ordered = events.with_columns(thread).sort(["thread", "ts", "end"], descending=[False, False, True], maintain_order=True)
-    return ordered.with_columns(first=pl.col("thread") != pl.col("thread").shift(1).fill_null(-1))
+    ordered = events.lazy().with_columns(thread).sort(["thread", "ts", "end"], descending=[False, False, True], maintain_order=True)
+    return ordered.with_columns(first=pl.col("thread") != pl.col("thread").shift(1).fill_null(-1)).collect(engine="in-memory")
 
 
 def previous_reaching(values: pl.Series, thresholds: pl.Series, first: pl.Series) -> pl.Series:
@@ -92,7 +96,7 @@ def depths(parent: pl.Series) -> pl.Series:
     return depth.head(n).alias("depth")
 
 
-def tree(events: pl.DataFrame) -> pl.DataFrame:
+def tree(events: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     """torch's tree of the host events (idx, pid, tid, ts, end): one row per event in walking order with `pos`, `parent` (a pos or null), `depth`, `last` (the pos of its last descendant, itself when none) and the input columns.
 
     Positions index this frame's rows; `parent_idx` names the parent by idx.

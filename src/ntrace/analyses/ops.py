@@ -103,8 +103,8 @@ def op_name() -> pl.Expr:
     return pl.when(matches("name", "^ProfilerStep#").fill_null(False)).then(pl.lit("ProfilerStep*")).otherwise(name).alias("name")
 
 
-def op_tree(host: pl.DataFrame) -> pl.DataFrame:
-    """torch's tree of the tree events (idx, pid, tid, ts, end, dur, name, cat, input_dims): nesting.tree's frame plus `key` (the row's name) and `user_annotation`."""
+def op_tree(host: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """torch's tree of the tree events (idx, pid, tid, ts, end, dur, name, cat, input_dims; a lazy frame in file order): nesting.tree's frame plus `key` (the row's name) and `user_annotation`."""
     return tree(host).with_columns(op_name().alias("key"), user_annotation=lower_is("cat", "user_annotation").fill_null(False))
 
 
@@ -112,7 +112,7 @@ def launching_ops(nest: pl.DataFrame, calls: pl.DataFrame) -> pl.Series:
     """For runtime calls (idx, pid, tid, ts): the idx of the innermost `cpu_op` of the tree `nest` open on the call's thread when it starts, or null."""
     # the tree's rows are in walking order, and so are those of any subset of them: no sort again
     first = pl.col("thread") != pl.col("thread").shift(1).fill_null(-1)
-    ops = nest.filter(lower_is("cat", "cpu_op")).select("idx", "pid", "tid", "ts", "end", first=first)
+    ops = nest.lazy().filter(lower_is("cat", "cpu_op")).select("idx", "pid", "tid", "ts", "end", first=first).collect(engine="in-memory")  # copies only these columns
     return lookup(ops["idx"], innermost_open(ops, calls.select("pid", "tid", t="ts"))).alias("op_idx")
 
 
@@ -204,7 +204,7 @@ def _pct(ns: pl.Expr, total: int) -> pl.Expr:
 
 def self_cpu_total(nest: pl.DataFrame) -> int:
     """Self CPU time over every op, ns (the footer of torch's table): the self times of a tree add up to its roots' durations."""
-    return int(nest.filter(pl.col("parent").is_null())["dur"].sum())
+    return int(nest.select(pl.col("dur").filter(pl.col("parent").is_null()).sum()).item())
 
 
 def kernels(activities: pl.DataFrame, device_ns: int) -> pl.DataFrame:

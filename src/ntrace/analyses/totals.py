@@ -96,8 +96,8 @@ def lane_totals(spans: pl.DataFrame, window_ns: int) -> pl.DataFrame:
     )
 
 
-def lane_categories(complete: pl.DataFrame) -> pl.DataFrame:
-    """Events and summed duration per (lane, category), so a reader sees what each lane is made of."""
+def lane_categories(complete: pl.LazyFrame) -> pl.LazyFrame:
+    """Events and summed duration per (lane, category), so a reader sees what each lane is made of: a query on the complete events' lane, cat and dur."""
     return (
         complete.group_by("lane", "cat")  # grouped on the lane's code and the text as written, named after
         .agg(events=pl.len().cast(pl.Int64), total=pl.col("dur").sum())
