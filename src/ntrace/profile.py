@@ -19,6 +19,7 @@ from ntrace.analyses import ops as opmod
 from ntrace.analyses import stats
 from ntrace.analyses.links import ACTIVITY, CALL, launch_links
 from ntrace.analyses.ranks import COLLECTIVE, COMMUNICATION_SCHEMA, collective_instances, communication_time, rank_figures, rank_summary
+from ntrace.analyses.nesting import related
 from ntrace.analyses.opview import OpView
 from ntrace.analyses.steps import DEVICE_SCHEMA, device_work, host_busy, is_step, launch_step, overlapping, step_windows
 from ntrace.analyses.totals import lane_categories, lane_totals, spans, track, track_totals, window
@@ -237,7 +238,12 @@ class Profile:
 
     @cached_property
     def nesting(self) -> pl.DataFrame:
-        """torch's op tree of the host events, in its walking order: idx, parent_idx, depth, pos, parent, last and the event's columns (see ntrace.analyses.nesting.tree).
+        """torch's op tree of the host events, in its walking order: idx, parent_idx, depth, pos, parent, last and the event's columns (see ntrace.analyses.nesting.tree)."""
+        return related(self._tree)
+
+    @cached_property
+    def _tree(self) -> pl.DataFrame:
+        """The op tree as the analyses read it: nesting without pos, parent_idx and depth (see ntrace.analyses.ops.op_tree).
 
         Built from the complete events torch builds its tree from (opmod.TREE_EVENT), with the
         columns the op tree and table read, selected and put in walking order by one query: no
@@ -253,7 +259,7 @@ class Profile:
     @cached_property
     def attribution(self) -> pl.DataFrame:
         """One row per device activity: (idx, dur, call_idx, op_idx), the op it is own device time of (null when no op launched it)."""
-        return opmod.attribution(self.activities, self.links, self.nesting, self.calls)
+        return opmod.attribution(self.activities, self.links, self._tree, self.calls)
 
     @cached_property
     def device_ns(self) -> int:
@@ -268,12 +274,12 @@ class Profile:
     @cached_property
     def _op_rows(self) -> pl.DataFrame:
         """The op tree's events still counted after torch's folding, with their self and total times (see ntrace.analyses.ops.op_rows): read by the op groups and the warnings."""
-        return opmod.op_rows(self.nesting, self.attribution)
+        return opmod.op_rows(self._tree, self.attribution)
 
     @cached_property
     def self_cpu_ns(self) -> int:
         """Self CPU time over every op, ns: the CPU footer of torch's table."""
-        return opmod.self_cpu_total(self.nesting)
+        return opmod.self_cpu_total(self._tree)
 
     @cached_property
     def kernels(self) -> pl.DataFrame:
@@ -287,7 +293,7 @@ class Profile:
             return pl.DataFrame(schema=NEFF_EXECUTION_SCHEMA)
         runs = self.select_complete("idx", "model", "ts", "dur", track(), where=(pl.col("lane") == "hardware") & pl.col("model").is_not_null())
         calls = self.calls.select(call_idx="idx", call_ts="ts", call_dur=pl.col("end") - pl.col("ts"))
-        ops = self.nesting.select(op_idx="idx", op="key")
+        ops = self._tree.select(op_idx="idx", op="key")
         joined = (
             runs.join(self.attribution.select("idx", "call_idx", "op_idx"), on="idx", how="left")
             .join(calls, on="call_idx", how="left")
@@ -310,7 +316,7 @@ class Profile:
         """Per device activity: idx, dur, call_idx, op_idx (as attribution), its name, ts and bytes, and the launching op's name (`op`), names as categoricals as the events hold them."""
         attribution = self.attribution
         # the ops that launched something, picked out of the tree first: the join then hashes those, not every op
-        ops = self.nesting.select(op_idx="idx", op="key").filter(pl.col("op_idx").is_in(attribution["op_idx"].drop_nulls().implode()))
+        ops = self._tree.select(op_idx="idx", op="key").filter(pl.col("op_idx").is_in(attribution["op_idx"].drop_nulls().implode()))
         return attribution.join(self.activities.select("idx", "name", "ts", "bytes"), on="idx").join(ops, on="op_idx", how="left")
 
     @property
@@ -350,7 +356,7 @@ class Profile:
     @cached_property
     def memory_ops(self) -> pl.DataFrame:
         """torch's CPU Mem, Self CPU Mem, device Mem, Self device Mem per (name, user annotation), with the "[memory]" row of records in no op."""
-        return memmod.op_memory(self.nesting, self.memory_series)
+        return memmod.op_memory(self._tree, self.memory_series)
 
     def op_table(self, view: OpView = OpView()) -> pl.DataFrame:
         """The per-op table of torch's key_averages() (ns) in a view: sorted by a torch key, cut to its top rows, grouped by shape."""

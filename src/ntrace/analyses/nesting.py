@@ -96,10 +96,10 @@ def depths(parent: pl.Series) -> pl.Series:
     return depth.head(n).alias("depth")
 
 
-def tree(events: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
-    """torch's tree of the host events (idx, pid, tid, ts, end): one row per event in walking order with `pos`, `parent` (a pos or null), `depth`, `last` (the pos of its last descendant, itself when none) and the input columns.
+def walk(events: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """torch's tree of the host events (idx, pid, tid, ts, end) as the analyses read it: one row per event in walking order with `parent` (the parent's row, or null), `last` (the row of its last descendant, itself when none) and the input columns.
 
-    Positions index this frame's rows; `parent_idx` names the parent by idx.
+    Rows are positions: an event's descendants are the rows after it up to `last`.
     """
     ordered = tree_order(events)
     end, ts = ordered["end"], ordered["ts"]
@@ -109,22 +109,27 @@ def tree(events: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     # the last child of each event (children come in walking order), followed down to a leaf: the last descendant
     kids = pl.DataFrame({"parent": parent, "pos": pl.int_range(n, dtype=pl.Int64, eager=True)}).drop_nulls("parent").group_by("parent").agg(pl.col("pos").max())
     last_child = nulls(n).scatter(kids["parent"], kids["pos"])
-    return ordered.with_columns(
-        pos=pl.int_range(n, dtype=pl.Int64),
-        parent=parent,
-        parent_idx=lookup(ordered["idx"], parent),
-        depth=depths(parent),
-        last=chain_end(last_child),
-    )
+    return ordered.with_columns(parent=parent, last=chain_end(last_child))
+
+
+def related(walked: pl.DataFrame) -> pl.DataFrame:
+    """A `walk` frame (and any columns added to it) with what a reader of the tree looks for: `pos` (the row) before `parent`, then `parent_idx` (the parent by idx) and `depth` (how many ancestors)."""
+    parent = walked["parent"]
+    added = walked.with_columns(pos=pl.int_range(walked.height, dtype=pl.Int64), parent_idx=lookup(walked["idx"], parent), depth=depths(parent))
+    return added.select(c for name in walked.columns for c in (("pos", "parent", "parent_idx", "depth") if name == "parent" else (name,)))
+
+
+def tree(events: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """torch's tree of the host events (idx, pid, tid, ts, end): one row per event in walking order with `pos`, `parent` (a pos or null), `parent_idx`, `depth`, `last` (the pos of its last descendant, itself when none) and the input columns (`walk`, `related`)."""
+    return related(walk(events))
 
 
 def subtree_sums(nest: pl.DataFrame, values: pl.Series) -> pl.Series:
-    """Per row of a `tree` frame: the sum of `values` (one per row, in its order) over the event and all its descendants (positions pos to last)."""
+    """Per row of a `walk` frame: the sum of `values` (one per row, in its order) over the event and all its descendants (its row to `last`)."""
     if values.is_empty():
         return values
     running = values.cum_sum()
-    before = running.shift(1, fill_value=0)
-    return lookup(running, nest["last"]) - lookup(before, nest["pos"])
+    return lookup(running, nest["last"]) - running.shift(1, fill_value=0)
 
 
 def climb(parent: pl.Series, stop: pl.Series) -> pl.Series:

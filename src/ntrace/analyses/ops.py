@@ -14,7 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from ntrace.analyses.opview import SORT_KEYS, OpView
-from ntrace.analyses.nesting import HOST_EVENT, climb, innermost_open, subtree_sums, tree
+from ntrace.analyses.nesting import HOST_EVENT, climb, innermost_open, subtree_sums, walk
 from ntrace.exprs import lookup, matches
 from ntrace.lanes import lower_is
 
@@ -104,8 +104,8 @@ def op_name() -> pl.Expr:
 
 
 def op_tree(host: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
-    """torch's tree of the tree events (idx, pid, tid, ts, end, dur, name, cat, input_dims; a lazy frame in file order): nesting.tree's frame plus `key` (the row's name) and `user_annotation`."""
-    return tree(host).with_columns(op_name().alias("key"), user_annotation=lower_is("cat", "user_annotation").fill_null(False))
+    """torch's tree of the tree events (idx, pid, tid, ts, end, dur, name, cat, input_dims; a lazy frame in file order) as the op table reads it: nesting.walk's frame plus `key` (the row's name) and `user_annotation`."""
+    return walk(host).with_columns(op_name().alias("key"), user_annotation=lower_is("cat", "user_annotation").fill_null(False))
 
 
 def launching_ops(nest: pl.DataFrame, calls: pl.DataFrame) -> pl.Series:
@@ -128,7 +128,7 @@ def op_rows(nest: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
     """Per event of the tree `nest` still counted after folding: key, user_annotation, input_dims, dur, self_cpu, self_device, device_total (ns)."""
     n = nest.height
     own = attributed.drop_nulls("op_idx").group_by("op_idx").agg(pl.col("dur").sum())
-    rows_of = nest.select("idx", "pos").join(own.rename({"op_idx": "idx"}), on="idx")
+    rows_of = nest.select("idx").with_row_index("pos").join(own.rename({"op_idx": "idx"}), on="idx")
     own_device = pl.zeros(n, dtype=pl.Int64, eager=True).scatter(rows_of["pos"], rows_of["dur"])
     folded, keeper = folding(nest)
     # a kept event's own device time is the deepest folded event's below it (torch assigns the child's kernels)
