@@ -6,7 +6,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ntrace.analyses.nesting import climb, innermost_open, previous_reaching, subtree_sums, tree, tree_order
+from ntrace.analyses.nesting import climb, innermost_open, previous_reaching, subtree_sums, tree, tree_order, walk
 
 Span = tuple[int, str, int, int]  # idx, tid, start, end
 
@@ -75,8 +75,10 @@ def test_depth_subtree_climb_match_brute_force(spans: list[Span]) -> None:
         return out
 
     assert dict(nest.select("idx", "depth").iter_rows()) == {i: len(ancestors(i)) for i in parent}
-    idx = nest["idx"].to_list()
-    subtree = dict(zip(idx, subtree_sums(nest, pl.Series([i + 1 for i in idx], dtype=pl.Int64)).to_list()))
+    walked = walk(frame(spans))  # the analyses' frame: tree's rows in the same order, without pos, parent_idx, depth
+    assert walked.columns == [c for c in nest.columns if c not in ("pos", "parent_idx", "depth")] and walked["idx"].equals(nest["idx"])
+    idx = walked["idx"].to_list()
+    subtree = dict(zip(idx, subtree_sums(walked, pl.Series([i + 1 for i in idx], dtype=pl.Int64)).to_list()))
     assert subtree == {i: i + 1 + sum(c + 1 for c in parent if i in ancestors(c)) for i in parent}
     anchor = climb(nest["parent"], pl.Series([i % 2 == 1 for i in idx], dtype=pl.Boolean))
     assert dict(zip(idx, nest["idx"].gather(anchor).to_list())) == {i: next((a for a in ancestors(i) if a % 2 == 1), None) for i in parent}
