@@ -213,7 +213,7 @@ class Profile:
         windows = self._windows
         if windows.is_empty():  # no steps: no host event to place in one
             return host_busy(windows, self.events.clear().select("lane", "ts", "end"))  # the empty frame of events, not a copy of the complete ones
-        return host_busy(windows, self.select_complete("lane", "ts", "end", where=HOST & ~is_step()))
+        return host_busy(windows, self.complete_rows(HOST & ~is_step()).select("lane", "ts", "end"))
 
     @cached_property
     def _step_work(self) -> tuple[pl.DataFrame, tuple[int, int]]:

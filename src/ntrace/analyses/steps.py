@@ -48,16 +48,18 @@ def overlapping(windows: pl.DataFrame) -> int:
     return int(windows.select((pl.col("start") < pl.col("end").cum_max().shift(1)).sum()).item() or 0)
 
 
-def host_busy(windows: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:
-    """Per window: the busy ns of each host lane (HOST_LANES) over the host events (lane, ts, end; the step annotations left out), each in the last window starting at or before it, clipped to that window's end."""
+def host_busy(windows: pl.DataFrame, host: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """Per window: the busy ns of each host lane (HOST_LANES) over the host events (lane, ts, end; the step annotations left out), each in the last window starting at or before it, clipped to that window's end.
+
+    A lazy `host` is read by the one query that places and clips its events: no copy of them is made first.
+    """
     lanes = len(LANES)
     out = windows.with_row_index("_w").with_columns(pl.col("_w").cast(pl.Int64))
-    if windows.is_empty() or host.is_empty():
+    if windows.is_empty() or (isinstance(host, pl.DataFrame) and host.is_empty()):
         return out.drop("_w").with_columns(pl.lit(0, pl.Int64).alias(f"{lane}_busy") for lane in HOST_LANES)
-    at = windows["start"].search_sorted(host["ts"], side="right").cast(pl.Int64) - 1
     clipped = (
         host.lazy()
-        .with_columns(_w=at)
+        .with_columns(_w=pl.lit(windows["start"]).search_sorted(pl.col("ts"), side="right").cast(pl.Int64) - 1)
         .filter(pl.col("_w") >= 0)
         .with_columns(_wend=pl.lit(windows["end"]).gather(pl.col("_w")))
         .filter(pl.col("ts") < pl.col("_wend"))
