@@ -7,23 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
+from helpers import brute_union
 from ntrace.analyses.steps import HOST_LANES, WINDOW_SCHEMA, host_busy
 from ntrace.lanes import LANES
 
 TIMES = st.integers(-50, 400)
-
-
-def union_length(intervals: list[tuple[int, int]]) -> int:
-    """Length of the union of [start, end) intervals, by a sweep over the sorted list."""
-    total, reach = 0, None
-    for start, end in sorted(intervals):
-        if reach is None or start > reach:
-            total += end - start
-            reach = end
-        elif end > reach:
-            total += end - reach
-            reach = end
-    return total
 
 
 def oracle(windows: list[tuple[int, int]], events: list[tuple[str, int, int]]) -> list[dict[str, int]]:
@@ -36,7 +24,7 @@ def oracle(windows: list[tuple[int, int]], events: list[tuple[str, int, int]]) -
         w = placed[-1]
         if ts < windows[w][1]:
             busy[w][lane].append((ts, min(end, windows[w][1])))
-    return [{lane: union_length(spans) for lane, spans in per.items()} for per in busy]
+    return [{lane: brute_union(spans) for lane, spans in per.items()} for per in busy]
 
 
 @settings(max_examples=150, deadline=None)
