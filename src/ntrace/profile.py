@@ -293,7 +293,7 @@ class Profile:
             return pl.DataFrame(schema=NEFF_EXECUTION_SCHEMA)
         runs = self.select_complete("idx", "model", "ts", "dur", track(), where=(pl.col("lane") == "hardware") & pl.col("model").is_not_null())
         calls = self.calls.select(call_idx="idx", call_ts="ts", call_dur=pl.col("end") - pl.col("ts"))
-        ops = self._tree.select(op_idx="idx", op="key")
+        ops = self._op_keys(self.attribution["op_idx"])
         joined = (
             runs.join(self.attribution.select("idx", "call_idx", "op_idx"), on="idx", how="left")
             .join(calls, on="call_idx", how="left")
@@ -315,9 +315,12 @@ class Profile:
     def launched(self) -> pl.DataFrame:
         """Per device activity: idx, dur, call_idx, op_idx (as attribution), its name, ts and bytes, and the launching op's name (`op`), names as categoricals as the events hold them."""
         attribution = self.attribution
-        # the ops that launched something, picked out of the tree first: the join then hashes those, not every op
-        ops = self._tree.select(op_idx="idx", op="key").filter(pl.col("op_idx").is_in(attribution["op_idx"].drop_nulls().implode()))
+        ops = self._op_keys(attribution["op_idx"])
         return attribution.join(self.activities.select("idx", "name", "ts", "bytes"), on="idx").join(ops, on="op_idx", how="left")
+
+    def _op_keys(self, op_idx: pl.Series) -> pl.DataFrame:
+        """(op_idx, op): the op table's name of each op of the tree among `op_idx`, picked out of the tree first, so that a join on them hashes those ops and not every op."""
+        return self._tree.select(op_idx="idx", op="key").filter(pl.col("op_idx").is_in(op_idx.drop_nulls().implode()))
 
     @property
     def analysis_warnings(self) -> tuple[str, ...]:

@@ -55,7 +55,7 @@ def host_busy(windows: pl.DataFrame, host: pl.DataFrame | pl.LazyFrame) -> pl.Da
     """
     lanes = len(LANES)
     out = windows.with_row_index("_w").with_columns(pl.col("_w").cast(pl.Int64))
-    if windows.is_empty() or (isinstance(host, pl.DataFrame) and host.is_empty()):
+    if windows.is_empty():
         return out.drop("_w").with_columns(pl.lit(0, pl.Int64).alias(f"{lane}_busy") for lane in HOST_LANES)
     clipped = (
         host.lazy()
