@@ -13,10 +13,11 @@ import orjson
 import polars as pl
 import pytest
 
-from helpers import REAL_TRACES, write_trace, x
+from helpers import REAL_TRACES, shared_trace_files, write_trace, x
 from ntrace import load
-from ntrace.analyses.ops import UNLINKED
+from ntrace.analyses.ops import UNLINKED, op_table
 from ntrace.analyses.opview import SORT_KEYS, OpView
+from ntrace.render.json import op_tables_of
 from ntrace.units import fmt_time
 
 
@@ -229,3 +230,30 @@ def test_device_time_goes_to_the_op_not_the_annotation_around_it(tmp_path: Path)
     rows = {r["name"]: r for r in load(write_trace(tmp_path / "t.json", events)).ops.iter_rows(named=True)}
     assert rows["aten::linear"]["self_device"] == 30_000 and rows["block"]["self_device"] == 0 and rows["block"]["device_total"] == 0
     assert rows["nccl:all_reduce"]["self_device"] == 0 and rows[UNLINKED]["self_device"] == 80_000
+
+
+VIEWS = [OpView(), OpView(sort_by="device_time_total", top=3), OpView(sort_by="count", group_by_shape=True), OpView(sort_by="cpu_time", top=1, group_by_shape=True)]
+
+
+@pytest.fixture(scope="module")
+def many_summaries(tmp_path_factory: pytest.TempPathFactory) -> list[Any]:
+    """Every real trace's summary and three hand-made ones: footers of 0 (one zero-length op, no device), only the unlinked device time row, no row at all (the profiler's own span)."""
+    tmp = tmp_path_factory.mktemp("ops")
+    zero = write_trace(tmp / "zero.json", [x("aten::empty", "cpu_op", 5, 0)])
+    unlinked = write_trace(tmp / "unlinked.json", [x("Memcpy HtoD", "gpu_memcpy", 5, 3, pid=0, tid=7)])
+    none = write_trace(tmp / "none.json", [x("PyTorch Profiler (0)", "Trace", 0, 10)])
+    summaries = [load(p).summary() for p in [*shared_trace_files(), zero, unlinked, none]]
+    assert (summaries[-3].self_cpu_ns, summaries[-3].device_ns, summaries[-2].op_groups.height, summaries[-1].op_groups.height) == (0, 0, 1, 0)
+    return summaries
+
+
+@pytest.mark.parametrize("view", VIEWS, ids=repr)
+def test_many_traces_op_tables_at_once_are_each_traces_own(many_summaries: list[Any], view: OpView) -> None:
+    """The op tables of many traces made by one query (as the analyze JSON of a directory makes them) are, frame for frame, each trace's table made alone; percents are the plain-Python product of the time and the footer's reciprocal."""
+    together = op_tables_of(many_summaries, view)
+    for summary, table in zip(many_summaries, together, strict=True):
+        alone = op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns, view)
+        assert table.equals(alone) and table.schema == alone.schema, summary.path
+        for row in table.iter_rows(named=True):
+            for pct, ns, total in (("self_cpu_pct", "self_cpu", summary.self_cpu_ns), ("cpu_total_pct", "cpu_total", summary.self_cpu_ns), ("self_device_pct", "self_device", summary.device_ns)):
+                assert row[pct] == (row[ns] * 100.0 * (1.0 / total) if total else 0.0), (summary.path, row["name"], pct)

@@ -16,7 +16,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ntrace.render.json import _steps
+from ntrace.render.json import _steps, steps_texts
 
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
 NS = st.one_of(st.none(), INT64, st.integers(-5000, 5000))
@@ -80,6 +80,22 @@ def test_steps_text_is_what_orjson_writes(case: tuple[list[dict[str, Any]], list
     device_schema = {"step": pl.Int64, "device": pl.String, "events": pl.Int64, "busy": pl.Int64, "idle": pl.Int64, "span": pl.Int64}
     summary = SimpleNamespace(steps=pl.DataFrame(steps, schema=steps_schema), step_devices=pl.DataFrame(devices, schema=device_schema))
     assert document(_steps(summary)) == document(oracle(steps, lanes, devices))  # type: ignore[arg-type]
+
+
+def case_summary(case: tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]) -> SimpleNamespace:
+    """The summary-like object of one drawn case: its steps and step devices as frames."""
+    steps, lanes, devices = case
+    steps_schema = {"step": pl.Int64, "name": pl.String, "start": pl.Int64, "end": pl.Int64, "dur": pl.Int64, **{f"{lane}_busy": pl.Int64 for lane in lanes}}
+    device_schema = {"step": pl.Int64, "device": pl.String, "events": pl.Int64, "busy": pl.Int64, "idle": pl.Int64, "span": pl.Int64}
+    return SimpleNamespace(steps=pl.DataFrame(steps, schema=steps_schema), step_devices=pl.DataFrame(devices, schema=device_schema))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(step_frames(), st.just(([], [], []))), max_size=6))
+def test_many_summaries_at_once_are_each_what_orjson_writes(cases: list[tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]]) -> None:
+    """Steps written for several summaries by one query per frame (as analysis() does for a directory): each summary's text is the one orjson writes for its own steps alone, whatever lanes the others have or whether they have steps at all."""
+    texts = steps_texts([case_summary(case) for case in cases])  # type: ignore[misc]
+    assert [document(t) for t in texts] == [document(oracle(*case)) for case in cases]
 
 
 def test_no_steps_is_an_empty_array() -> None:

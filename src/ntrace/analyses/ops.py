@@ -179,26 +179,43 @@ def op_table(groups: pl.DataFrame, self_cpu_ns: int, device_ns: int, view: OpVie
     Percent columns are 0–100 of the footers: self_cpu_pct and cpu_total_pct of the self CPU
     total, self_device_pct of the device time total. Ties sort by name, user annotation, shape.
     """
+    return op_tables(groups.lazy(), self_cpu_ns, device_ns, view).collect(engine="in-memory")
+
+
+def op_tables(groups: pl.LazyFrame, self_cpu: int | pl.Expr, device: int | pl.Expr, view: OpView = OpView(), by: tuple[str, ...] = ()) -> pl.LazyFrame:
+    """op_table as one query, of one trace or of many at once: op_groups' rows keyed by the `by` columns, each key's footers (self CPU total, device time total) given as columns.
+
+    The result is keyed by `by` too, each key's rows in its own table's order: rendering a
+    directory of small traces makes all their tables with one query, not one per trace.
+    """
     keys = _KEYS if view.group_by_shape else _KEYS[:2]
-    rows = groups.lazy() if view.group_by_shape else groups.lazy().group_by(keys).agg(pl.col(_SUMS).sum())
-    schema = pl.Schema({k: v for k, v in OP_SCHEMA.items() if k in keys or k not in _KEYS})
-    table = (  # one query: rendering many small traces runs this once per trace
+    rows = groups if view.group_by_shape else groups.group_by([*by, *keys]).agg(pl.col(_SUMS).sum(), *(c.first() for c in (self_cpu, device) if isinstance(c, pl.Expr)))
+    schema = pl.Schema({**{k: pl.Int64() for k in by}, **{k: v for k, v in OP_SCHEMA.items() if k in keys or k not in _KEYS}})
+    table = (  # one query: rendering many small traces runs it once
         rows.with_columns(
             cpu_avg=pl.col("cpu_total") // pl.col("calls"),
             device_avg=pl.col("device_total") // pl.col("calls"),
-            self_cpu_pct=_pct(pl.col("self_cpu"), self_cpu_ns),
-            cpu_total_pct=_pct(pl.col("cpu_total"), self_cpu_ns),
-            self_device_pct=_pct(pl.col("self_device"), device_ns),
+            self_cpu_pct=_pct(pl.col("self_cpu"), self_cpu),
+            cpu_total_pct=_pct(pl.col("cpu_total"), self_cpu),
+            self_device_pct=_pct(pl.col("self_device"), device),
         )
         .select(list(schema))
         .cast(schema)
-        .sort([SORT_KEYS[view.sort_by], *keys], descending=[True, *[False] * len(keys)], nulls_last=False)
+        .sort([*by, SORT_KEYS[view.sort_by], *keys], descending=[*[False] * len(by), True, *[False] * len(keys)], nulls_last=False)
     )
-    return (table.head(view.top) if view.top else table).collect(engine="in-memory")
+    if not view.top:
+        return table
+    return table.filter(pl.int_range(pl.len()).over(by) < view.top) if by else table.head(view.top)
 
 
-def _pct(ns: pl.Expr, total: int) -> pl.Expr:
-    """`ns` as a percent (0–100) of `total`; 0 when the total is 0."""
+def _pct(ns: pl.Expr, total: int | pl.Expr) -> pl.Expr:
+    """`ns` as a percent (0–100) of `total` (a number, or a column of them); 0 where the total is 0.
+
+    A column's total multiplies by its reciprocal: Polars divides by a number that way (at times
+    one bit apart from a division), so one trace's table and many traces' give the same percents.
+    """
+    if isinstance(total, pl.Expr):
+        return pl.when(total != 0).then(ns * 100.0 * (1.0 / total)).otherwise(pl.lit(0.0))
     return ns * 100.0 / total if total else pl.lit(0.0)
 
 

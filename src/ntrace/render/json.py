@@ -11,9 +11,9 @@ import polars as pl
 from ntrace.analyses.device import ENGINES, DeviceReport
 from ntrace.analyses.memory import OP_COLUMNS as MEMORY_OP_COLUMNS
 from ntrace.analyses.memory import device_label
-from ntrace.analyses.ops import op_table
+from ntrace.analyses.ops import GROUP_SCHEMA, op_table, op_tables
 from ntrace.analyses.opview import OpView
-from ntrace.exprs import each_on_polars_thread, us_text as us_text_of
+from ntrace.exprs import each_on_polars_thread, on_polars_thread, stacked, us_text as us_text_of
 from ntrace.errors import json_safe
 from ntrace.render.tables import rank_figure_name
 from ntrace.neuron.artifacts import Session
@@ -61,35 +61,54 @@ _SUMMARY_INDENT = 6
 
 
 def _steps(summary: Summary, indent: int = _SUMMARY_INDENT) -> orjson.Fragment:
-    """The `steps` array as the JSON text orjson's OPT_INDENT_2 writes for it under a key indented `indent` spaces: each step with its host busy time per lane (the lanes with a busy column, in column order) and its devices.
+    """The `steps` array of one summary as the JSON text orjson's OPT_INDENT_2 writes for it under a key indented `indent` spaces (see steps_texts)."""
+    return steps_texts([summary], indent)[0]
 
-    Long captures hold steps by the ten thousand, too many for a Python object per value: the
-    numbers of each step and of each device row are written in one query of each frame (with
-    expressions built once, as renderers draw tiny traces' summaries by the thousand), the names
-    by orjson, and the texts put together here. tests/render/test_json_steps.py checks the bytes
-    against orjson's own on dicts.
+
+def steps_texts(summaries: Sequence[Summary], indent: int = _SUMMARY_INDENT) -> list[orjson.Fragment]:
+    """Each summary's `steps` array as the JSON text orjson's OPT_INDENT_2 writes for it under a key indented `indent` spaces: each step with its host busy time per lane (the lanes with a busy column, in column order) and its devices.
+
+    Long captures hold steps by the ten thousand, too many for a Python object per value, and a
+    directory holds tiny traces by the thousand, too many for a query each: the numbers of every
+    step and of every device row of all the summaries whose steps have the same columns are
+    written by one query of each frame (over the frames stacked), the names by orjson, and the
+    texts put together here. tests/render/test_json_steps.py checks the bytes against orjson's
+    own on dicts.
     """
-    steps, per_device = summary.steps, summary.step_devices
-    if steps.is_empty():
-        return orjson.Fragment(b"[]")
-    busy = tuple(c.removesuffix("_busy") for c in steps.columns if c.endswith("_busy"))
+    out = [orjson.Fragment(b"[]")] * len(summaries)
+    alike: dict[tuple[str, ...], list[int]] = {}
+    for i, summary in enumerate(summaries):
+        if summary.steps.height:
+            alike.setdefault(tuple(summary.steps.columns), []).append(i)
+    for columns, members in alike.items():
+        busy = tuple(c.removesuffix("_busy") for c in columns if c.endswith("_busy"))
+        texts = _steps_of([summaries[i] for i in members], busy, indent)
+        for i, text in zip(members, texts):
+            out[i] = text
+    return out
+
+
+def _steps_of(summaries: list[Summary], busy: tuple[str, ...], indent: int) -> list[orjson.Fragment]:
+    """steps_texts for summaries with steps whose columns are the same (busy lanes `busy`): one query for all their steps, one for all their device rows."""
     step_text, step_rest, device_rest = _step_texts(indent, busy)
     item, key, inner, deep = _pads(indent)
-    devices: dict[int | None, list[str]] = {}
-    if per_device.height:
-        texts = per_device.select("step", device_rest)
-        for step, name, rest in zip(texts["step"].to_list(), _json_texts(per_device["device"]), texts["rest"].to_list()):
-            devices.setdefault(step, []).append(f'{inner}{{\n{deep}"device": {name}{rest}')
-    heads = steps.select("step", step_text, step_rest)
+    devices: dict[tuple[int, int | None], list[str]] = {}
+    owners = [i for i, s in enumerate(summaries) if s.step_devices.height]
+    if owners:
+        frames = [summaries[i].step_devices for i in owners]
+        texts = stacked(frames, frames[0].schema, "_s").select("_s", "step", "device", device_rest).collect(engine="in-memory")
+        for s, step, name, rest in zip(texts["_s"].to_list(), texts["step"].to_list(), _json_texts(texts["device"]), texts["rest"].to_list()):
+            devices.setdefault((owners[s], step), []).append(f'{inner}{{\n{deep}"device": {name}{rest}')
+    frames = [s.steps for s in summaries]
+    heads = stacked(frames, frames[0].schema, "_s").select("_s", "step", "name", step_text, step_rest).collect(engine="in-memory")
 
-    def listed(step: int | None) -> str:
-        return "[\n" + ",\n".join(devices[step]) + f"\n{key}]" if step in devices else "[]"
+    def listed(at: tuple[int, int | None]) -> str:
+        return "[\n" + ",\n".join(devices[at]) + f"\n{key}]" if at in devices else "[]"
 
-    rows = (
-        head + name + rest + listed(step) + f"\n{item}}}"
-        for step, head, name, rest in zip(heads["step"].to_list(), heads["head"].to_list(), _json_texts(steps["name"]), heads["rest"].to_list())
-    )
-    return orjson.Fragment(("[\n" + ",\n".join(rows) + "\n" + " " * indent + "]").encode())
+    rows: list[list[str]] = [[] for _ in summaries]
+    for s, step, head, name, rest in zip(heads["_s"].to_list(), heads["step"].to_list(), heads["head"].to_list(), _json_texts(heads["name"]), heads["rest"].to_list()):
+        rows[s].append(head + name + rest + listed((s, step)) + f"\n{item}}}")
+    return [orjson.Fragment(("[\n" + ",\n".join(r) + "\n" + " " * indent + "]").encode()) for r in rows]
 
 
 @lru_cache(maxsize=64)
@@ -138,8 +157,11 @@ def _us_or_null(ns: pl.Expr) -> pl.Expr:
     return us_text_of(ns).fill_null("null")
 
 
-def summary_dict(summary: Summary, session: Session | None, view: OpView = OpView(), joined: DeviceJoin | None = None) -> dict[str, Any]:
-    """One trace as a JSON-ready dict (exact µs); every number comes from its summary's frames."""
+def summary_dict(
+    summary: Summary, session: Session | None, view: OpView = OpView(), joined: DeviceJoin | None = None,
+    steps: orjson.Fragment | None = None, ops: pl.DataFrame | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """One trace as a JSON-ready dict (exact µs); every number comes from its summary's frames. `steps` and `ops` are its steps' text and its op table in `view` when already made (steps_texts, op_tables_of)."""
     # the small frames are grouped here by walking their rows: a Polars filter per lane or step costs more than the rows on small traces, rendered by the thousand
     categories: dict[str, dict[str, int]] = {}
     for c in summary.categories.iter_rows(named=True):
@@ -170,9 +192,9 @@ def summary_dict(summary: Summary, session: Session | None, view: OpView = OpVie
             if r["lane"] == "hardware"
         ],
         "gaps": {row["kind"]: _stats(row) for row in summary.gaps.iter_rows(named=True)},
-        "steps": _steps(summary),
+        "steps": _steps(summary) if steps is None else steps,
         "outside_steps": {"events": outside_events, "total_us": exact_us(outside_ns)},
-        "ops": ops_dicts(op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns, view)),
+        "ops": ops_dicts(op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns, view) if ops is None else ops),
         "op_totals": {"self_cpu_us": exact_us(summary.self_cpu_ns), "device_time_us": exact_us(summary.device_ns)},
         "kernels": [
             {"name": r["name"], "calls": r["calls"], **{f"{k}_us": exact_us(r[k]) for k in ("total", "mean", "min", "max")}, "share": r["share"], "streams": r["streams"]}
@@ -188,13 +210,28 @@ def summary_dict(summary: Summary, session: Session | None, view: OpView = OpVie
 
 def analysis(result: Analysis, view: OpView = OpView()) -> str:
     """The whole analysis as one JSON object (schema `ntrace.analysis/3`)."""
+    summaries = result.summaries
+    # every trace's steps and op table at once: a few queries, not a few per trace
+    steps, ops = on_polars_thread(lambda: (steps_texts(summaries), op_tables_of(summaries, view)))
     doc = {
         "schema": SCHEMA,
-        "profiles": each_on_polars_thread(lambda pair: summary_dict(*pair, view, result.device_join(*pair)), result),
+        "profiles": each_on_polars_thread(
+            lambda entry: summary_dict(*entry[0], view, result.device_join(*entry[0]), steps=entry[1], ops=entry[2]), zip(result, steps, ops)
+        ),
         "artifacts": [{"dir": str(s.dir), **session_dict(s)} for s in result.artifacts],
         "warnings": result.all_warnings,
     }
     return _dumps(doc)
+
+
+def op_tables_of(summaries: Sequence[Summary], view: OpView = OpView()) -> list[pl.DataFrame]:
+    """Each summary's op table in `view` (what op_table gives), all made by one query (ntrace.analyses.ops.op_tables)."""
+    footers = {c: pl.Series([getattr(s, c) for s in summaries], dtype=pl.Int64) for c in ("self_cpu_ns", "device_ns")}
+    groups = stacked([s.op_groups for s in summaries], GROUP_SCHEMA, "trace").with_columns(pl.lit(v).gather(pl.col("trace")).alias(c) for c, v in footers.items())
+    table = op_tables(groups, pl.col("self_cpu_ns"), pl.col("device_ns"), view, by=("trace",)).collect(engine="in-memory")
+    parts = table.partition_by("trace", as_dict=True, include_key=False, maintain_order=True)
+    empty = table.clear().drop("trace")
+    return [parts.get((i,), empty) for i in range(len(summaries))]
 
 
 def ops_dicts(ops: pl.DataFrame) -> list[dict[str, Any]]:
