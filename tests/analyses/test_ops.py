@@ -17,7 +17,7 @@ from helpers import REAL_TRACES, shared_trace_files, write_trace, x
 from ntrace import load
 from ntrace.analyses.ops import UNLINKED, op_table
 from ntrace.analyses.opview import SORT_KEYS, OpView
-from ntrace.render.json import op_tables_of
+from ntrace.render.tables import op_tables_of
 from ntrace.units import fmt_time
 
 

@@ -43,3 +43,36 @@ def test_table_shows_top_rows_unless_all(tmp_path: Path) -> None:
     assert "more rows" not in every.output and "aten::op27" in every.output
     doc = json.loads(CliRunner().invoke(main, ["analyze", str(trace), "-q", "--format", "json"]).output)
     assert "aten::op27" in json.dumps(doc)  # JSON keeps every row
+
+
+def test_a_directory_section_is_the_trace_alone(tmp_path: Path) -> None:
+    """The text of many traces, whose op tables are made by one query, holds each trace's section exactly as it is written alone (its own op table query), in each view."""
+    from helpers import shared_trace_files
+    from ntrace import load
+    from ntrace.analyses.opview import OpView
+    from ntrace.render.text import analysis, summary_text
+    from ntrace.workflows.analyze import Analysis
+
+    extra = write_trace(tmp_path / "none.json", [x("PyTorch Profiler (0)", "Trace", 0, 10)])  # a trace with no op row at all
+    summaries = [load(p).summary() for p in [*shared_trace_files(), extra]]
+    for view in (OpView(), OpView(sort_by="count", top=2), OpView(group_by_shape=True, top=3)):
+        text = analysis(Analysis(tmp_path, tuple((s, None) for s in summaries)), view)
+        sections = [summary_text(s, None, view) for s in summaries]
+        assert text.startswith("\n\n".join(sections)), view
+
+
+def test_a_directory_markdown_section_is_the_trace_alone(tmp_path: Path) -> None:
+    """The Markdown of many traces, whose op tables are made by one query, holds each trace's section exactly as it is written alone, in each view."""
+    from helpers import shared_trace_files
+    from ntrace import load
+    from ntrace.analyses.opview import OpView
+    from ntrace.render.markdown import analysis, summary_markdown
+    from ntrace.render.tables import variant_names
+    from ntrace.workflows.analyze import Analysis
+
+    extra = write_trace(tmp_path / "none.json", [x("PyTorch Profiler (0)", "Trace", 0, 10)])  # a trace with no op row at all
+    summaries = [load(p).summary() for p in [*shared_trace_files(), extra]]
+    names = variant_names(summaries, tmp_path)
+    for view in (OpView(), OpView(sort_by="count", top=2), OpView(group_by_shape=True, top=3)):
+        text = analysis(Analysis(tmp_path, tuple((s, None) for s in summaries)), view)
+        assert "\n".join(summary_markdown(s, name, view) for s, name in zip(summaries, names)) in text, view

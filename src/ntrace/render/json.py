@@ -11,11 +11,11 @@ import polars as pl
 from ntrace.analyses.device import ENGINES, DeviceReport
 from ntrace.analyses.memory import OP_COLUMNS as MEMORY_OP_COLUMNS
 from ntrace.analyses.memory import device_label
-from ntrace.analyses.ops import GROUP_SCHEMA, op_table, op_tables
+from ntrace.analyses.ops import op_table
 from ntrace.analyses.opview import OpView
 from ntrace.exprs import each_on_polars_thread, on_polars_thread, stacked, us_text as us_text_of
 from ntrace.errors import json_safe
-from ntrace.render.tables import rank_figure_name
+from ntrace.render.tables import op_tables_of, rank_figure_name
 from ntrace.neuron.artifacts import Session
 from ntrace.summary import Summary
 from ntrace.units import us_text
@@ -72,20 +72,33 @@ def steps_texts(summaries: Sequence[Summary], indent: int = _SUMMARY_INDENT) -> 
     directory holds tiny traces by the thousand, too many for a query each: the numbers of every
     step and of every device row of all the summaries whose steps have the same columns are
     written by one query of each frame (over the frames stacked), the names by orjson, and the
-    texts put together here. tests/render/test_json_steps.py checks the bytes against orjson's
+    texts put together here, STACKED_STEPS steps at most per query, so that many long captures are
+    not all copied at once. tests/render/test_json_steps.py checks the bytes against orjson's
     own on dicts.
     """
     out = [orjson.Fragment(b"[]")] * len(summaries)
-    alike: dict[tuple[str, ...], list[int]] = {}
+    batches: dict[tuple[str, ...], list[list[int]]] = {}
+    rows: dict[tuple[str, ...], int] = {}  # the steps in each column set's last batch
     for i, summary in enumerate(summaries):
-        if summary.steps.height:
-            alike.setdefault(tuple(summary.steps.columns), []).append(i)
-    for columns, members in alike.items():
+        if not (height := summary.steps.height):
+            continue
+        columns = tuple(summary.steps.columns)
+        alike = batches.setdefault(columns, [[]])
+        if alike[-1] and rows[columns] + height > STACKED_STEPS:
+            alike.append([])
+            rows[columns] = 0
+        alike[-1].append(i)
+        rows[columns] = rows.get(columns, 0) + height
+    for columns, groups in batches.items():
         busy = tuple(c.removesuffix("_busy") for c in columns if c.endswith("_busy"))
-        texts = _steps_of([summaries[i] for i in members], busy, indent)
-        for i, text in zip(members, texts):
-            out[i] = text
+        for members in groups:
+            for i, text in zip(members, _steps_of([summaries[i] for i in members], busy, indent)):
+                out[i] = text
     return out
+
+
+#: The most steps steps_texts writes with one query (a trace with more is written alone).
+STACKED_STEPS = 1 << 16
 
 
 def _steps_of(summaries: list[Summary], busy: tuple[str, ...], indent: int) -> list[orjson.Fragment]:
@@ -222,16 +235,6 @@ def analysis(result: Analysis, view: OpView = OpView()) -> str:
         "warnings": result.all_warnings,
     }
     return _dumps(doc)
-
-
-def op_tables_of(summaries: Sequence[Summary], view: OpView = OpView()) -> list[pl.DataFrame]:
-    """Each summary's op table in `view` (what op_table gives), all made by one query (ntrace.analyses.ops.op_tables)."""
-    footers = {c: pl.Series([getattr(s, c) for s in summaries], dtype=pl.Int64) for c in ("self_cpu_ns", "device_ns")}
-    groups = stacked([s.op_groups for s in summaries], GROUP_SCHEMA, "trace").with_columns(pl.lit(v).gather(pl.col("trace")).alias(c) for c, v in footers.items())
-    table = op_tables(groups, pl.col("self_cpu_ns"), pl.col("device_ns"), view, by=("trace",)).collect(engine="in-memory")
-    parts = table.partition_by("trace", as_dict=True, include_key=False, maintain_order=True)
-    empty = table.clear().drop("trace")
-    return [parts.get((i,), empty) for i in range(len(summaries))]
 
 
 def ops_dicts(ops: pl.DataFrame) -> list[dict[str, Any]]:

@@ -8,11 +8,11 @@ import polars as pl
 
 from ntrace.analyses.opview import OpView
 from ntrace.errors import terminal_text
-from ntrace.exprs import each_on_polars_thread
+from ntrace.exprs import each_on_polars_thread, on_polars_thread
 from ntrace.neuron.artifacts import Session
 from ntrace.render.tables import (
     artifact_files_frame, compare_frame, compare_notes, diff_gaps_frame, diff_lanes_frame, diff_ops_frame, frame_cells, gaps_frame, hardware_tracks_frame,
-    device_frame, device_ops_frame, header, memory_devices_frame, memory_ops_frame, rank_collectives_frame, rank_stats_frame, ranks_frame, stragglers_frame, kernels_frame, lanes_frame, ops_frame, step_devices_frame, steps_frame, summary_frame, variant_names,
+    device_frame, device_ops_frame, header, memory_devices_frame, memory_ops_frame, rank_collectives_frame, rank_stats_frame, ranks_frame, stragglers_frame, kernels_frame, lanes_frame, op_tables_of, ops_frame, step_devices_frame, steps_frame, summary_frame, variant_names,
 )
 from ntrace.summary import Summary
 from ntrace.units import fmt_time
@@ -35,8 +35,8 @@ def frame_table(frame: pl.DataFrame) -> str:
     return "\n".join([head, rule, *body])
 
 
-def summary_markdown(profile: Summary, name: str, view: OpView = OpView(), joined: DeviceJoin | None = None) -> str:
-    """One trace's section: lanes, hardware tracks, dispatch gaps, steps, the op table in `view`."""
+def summary_markdown(profile: Summary, name: str, view: OpView = OpView(), joined: DeviceJoin | None = None, ops: pl.DataFrame | None = None) -> str:
+    """One trace's section: lanes, hardware tracks, dispatch gaps, steps, the op table in `view` (`ops` when already made: op_tables_of)."""
     out = [f"### {name}".translate(_ESCAPES), "", f"{profile.events:,} complete events over a {fmt_time(profile.window_ns)} window.", ""]
     out += ["**Lanes**", "", frame_table(lanes_frame(profile)), ""]
     hw = hardware_tracks_frame(profile)
@@ -50,7 +50,7 @@ def summary_markdown(profile: Summary, name: str, view: OpView = OpView(), joine
         count, ns = profile.outside_steps
         if count:
             out += [f"Device work launched outside every step: {count:,} activities, {fmt_time(ns)}.", ""]
-    ops = ops_frame(profile, view)
+    ops = ops_frame(profile, view, ops)
     if ops.height:
         out += ["**Operators** (torch key_averages() columns, computed from the trace)", "", frame_table(ops), ""]
         out += [f"Self CPU time total: {fmt_time(profile.self_cpu_ns)}; device time total: {fmt_time(profile.device_ns)}.", ""]
@@ -98,11 +98,13 @@ def analysis(result: Analysis, view: OpView = OpView()) -> str:
         parts += ["**Summary** (one row per trace)", "", frame_table(_summary_columns(summary_frame(result))), ""]
     names = variant_names(result.summaries, result.root)
 
-    def section(item: tuple[tuple[Summary, Session | None], str]) -> str:
-        (summary, session), name = item
-        return summary_markdown(summary, name, view, result.device_join(summary, session))
+    tables = on_polars_thread(lambda: op_tables_of(result.summaries, view))  # every trace's by one query, not one each
 
-    parts += each_on_polars_thread(section, zip(result, names))
+    def section(item: tuple[tuple[Summary, Session | None], str, pl.DataFrame]) -> str:
+        (summary, session), name, ops = item
+        return summary_markdown(summary, name, view, result.device_join(summary, session), ops)
+
+    parts += each_on_polars_thread(section, zip(result, names, tables))
     if result.artifacts:
         parts += ["**Sessions with no framework trace**", "", artifacts(result.artifacts)]
     parts += _warnings(result.all_warnings)

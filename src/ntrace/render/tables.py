@@ -10,9 +10,9 @@ import polars as pl
 from ntrace.analyses.device import ENGINES
 from ntrace.analyses.memory import OP_COLUMNS as MEMORY_OP_COLUMNS
 from ntrace.analyses.memory import device_label
-from ntrace.analyses.ops import op_table
+from ntrace.analyses.ops import GROUP_SCHEMA, op_table, op_tables
 from ntrace.analyses.opview import OpView
-from ntrace.exprs import fmt
+from ntrace.exprs import fmt, stacked
 from ntrace.lanes import LANES
 from ntrace.neuron.artifacts import Session
 from ntrace.render.columns import base_name, header
@@ -94,9 +94,20 @@ def _formatter(column: str, kind: type) -> Callable[[Any], str]:
     return str
 
 
-def ops_frame(summary: Summary, view: OpView = OpView()) -> pl.DataFrame:
-    """The per-op table (torch key_averages() columns) in a view, with times as `*_us`."""
-    ops = op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns, view)
+def op_tables_of(summaries: Sequence[Summary], view: OpView = OpView()) -> list[pl.DataFrame]:
+    """Each summary's op table in `view` (what op_table gives), all made by one query (ntrace.analyses.ops.op_tables)."""
+    footers = {c: pl.Series([getattr(s, c) for s in summaries], dtype=pl.Int64) for c in ("self_cpu_ns", "device_ns")}
+    groups = stacked([s.op_groups for s in summaries], GROUP_SCHEMA, "trace").with_columns(pl.lit(v).gather(pl.col("trace")).alias(c) for c, v in footers.items())
+    table = op_tables(groups, pl.col("self_cpu_ns"), pl.col("device_ns"), view, by=("trace",)).collect(engine="in-memory")
+    parts = table.partition_by("trace", as_dict=True, include_key=False, maintain_order=True)
+    empty = table.clear().drop("trace")
+    return [parts.get((i,), empty) for i in range(len(summaries))]
+
+
+def ops_frame(summary: Summary, view: OpView = OpView(), ops: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The per-op table (torch key_averages() columns) in a view, with times as `*_us`; `ops` is the table in that view when already made (op_tables_of)."""
+    if ops is None:
+        ops = op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns, view)
     times = [c for c, t in ops.schema.items() if t.is_integer() and c not in ("calls", "events") and not c.endswith("_pct")]
     return ops.select(to_us(c)[0] if c in times else pl.col(c) for c in ops.columns)
 

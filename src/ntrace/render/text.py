@@ -12,14 +12,14 @@ from ntrace.analyses.device import ENGINES, OUTLIER_FACTOR, SMALL_DMA_BYTES, Dev
 from ntrace.analyses.ops import op_table
 from ntrace.analyses.opview import OpView
 from ntrace.errors import one_line, terminal_text
-from ntrace.exprs import each_on_polars_thread
+from ntrace.exprs import each_on_polars_thread, on_polars_thread
 from ntrace.lanes import LANES
 from ntrace.neuron.artifacts import Session
 from ntrace.summary import Summary
 from ntrace.units import count, fmt_pct, fmt_time, plural, rate, size
 from ntrace.render.columns import header, headers
 from ntrace.render.tables import (
-    compare_notes, diff_gaps_frame, frame_cells, memory_devices_frame, memory_ops_frame, rank_collectives_frame, rank_stats_frame, ranks_frame, stragglers_frame,
+    compare_notes, diff_gaps_frame, frame_cells, memory_devices_frame, memory_ops_frame, op_tables_of, rank_collectives_frame, rank_stats_frame, ranks_frame, stragglers_frame,
 )
 from ntrace.workflows.analyze import Analysis
 from ntrace.workflows.compare import Comparison
@@ -174,8 +174,8 @@ def _steps_text(summary: Summary) -> list[str]:
     return out
 
 
-def summary_text(summary: Summary, session: Session | None, view: OpView = OpView(), joined: DeviceJoin | None = None) -> str:
-    """One trace's section: header, lanes, hardware tracks, dispatch gaps, steps, the op table in `view`, kernels, findings, its session's artifacts."""
+def summary_text(summary: Summary, session: Session | None, view: OpView = OpView(), joined: DeviceJoin | None = None, ops: pl.DataFrame | None = None) -> str:
+    """One trace's section: header, lanes, hardware tracks, dispatch gaps, steps, the op table in `view`, kernels, findings, its session's artifacts; `ops` is its whole op table in `view` when already made (op_tables_of)."""
     title = one_line(f"== {summary.variant}: {summary.shown_path}" if summary.variant else f"== {summary.shown_path}")  # a newline in a name must not forge a line
     out = [title, f"{summary.events} complete events over a {fmt_time(summary.window_ns)} window", ""]
     out.append("Lanes")
@@ -200,7 +200,8 @@ def summary_text(summary: Summary, session: Session | None, view: OpView = OpVie
     out += ["", "Dispatch gaps", _gaps_text(summary)]
     if summary.steps.height:
         out += _steps_text(summary)
-    ops = op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns, replace(view, top=None))
+    if ops is None:
+        ops = op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns, replace(view, top=None))
     shown = ops.head(view.top) if view.top else ops
     if ops.height:
         out += ["", "Operators (torch key_averages() columns, computed from the trace; device time: every device activity, through its launching op)", ops_text(summary, shown)]
@@ -240,7 +241,8 @@ def _warnings(warnings: Sequence[str]) -> list[str]:
 @terminal_text
 def analysis(result: Analysis, view: OpView = OpView()) -> str:
     """Every trace's section, then the sessions with no trace, then the warnings."""
-    parts = each_on_polars_thread(lambda pair: summary_text(*pair, view, result.device_join(*pair)), result)
+    tables = on_polars_thread(lambda: op_tables_of(result.summaries, replace(view, top=None)))  # every trace's by one query, not one each
+    parts = each_on_polars_thread(lambda entry: summary_text(*entry[0], view, result.device_join(*entry[0]), entry[1]), zip(result, tables))
     parts += [f"{session_text(s)}\n(no framework trace in this session)" for s in result.artifacts]
     parts += _warnings(result.all_warnings)
     return "\n\n".join(parts) + "\n"
