@@ -102,6 +102,8 @@ def small_runs(executions: pl.DataFrame, top: int = 3, max_gap: int = MAX_DISPAT
         .head(top)
         .collect(engine="in-memory")
     )
+    if runs.is_empty():  # no run long enough: nothing to list
+        return pl.DataFrame(schema=FINDING_SCHEMA)
     # the events only of the runs reported, not of every run
     listed = hw.join(runs.select("run"), on="run").group_by("run").agg(_events())
     runs = runs.join(listed, on="run", how="left", maintain_order="left")
