@@ -46,6 +46,8 @@ def device_label(device_type: int, device_id: int) -> str:
 
 def records(events: pl.DataFrame) -> pl.DataFrame:
     """The allocator records of an events frame, in time order (file order among equal times): SERIES_SCHEMA's columns."""
+    if events["mem_bytes"].null_count() == events.height:  # no record holds bytes (profile_memory was off): known without a query
+        return pl.DataFrame(schema=SERIES_SCHEMA)
     return (
         events.filter(RECORD)
         .sort("ts", "idx")
