@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ntrace.render import json as json_render
-from ntrace.render.json import _steps, steps_texts
+from ntrace.render.json import steps_texts
 
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
 NS = st.one_of(st.none(), INT64, st.integers(-5000, 5000))
@@ -81,7 +81,7 @@ def test_steps_text_is_what_orjson_writes(case: tuple[list[dict[str, Any]], list
     steps_schema = {"step": pl.Int64, "name": pl.String, "start": pl.Int64, "end": pl.Int64, "dur": pl.Int64, **{f"{lane}_busy": pl.Int64 for lane in lanes}}
     device_schema = {"step": pl.Int64, "device": pl.String, "events": pl.Int64, "busy": pl.Int64, "idle": pl.Int64, "span": pl.Int64}
     summary = SimpleNamespace(steps=pl.DataFrame(steps, schema=steps_schema), step_devices=pl.DataFrame(devices, schema=device_schema))
-    assert document(_steps(summary)) == document(oracle(steps, lanes, devices))  # type: ignore[arg-type]
+    assert document(steps_texts([summary])[0]) == document(oracle(steps, lanes, devices))  # type: ignore[arg-type]
 
 
 def case_summary(case: tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]) -> SimpleNamespace:
@@ -106,4 +106,4 @@ def test_many_summaries_at_once_are_each_what_orjson_writes(cases: list[tuple[li
 
 def test_no_steps_is_an_empty_array() -> None:
     summary = SimpleNamespace(steps=pl.DataFrame(schema={"step": pl.Int64, "name": pl.String}), step_devices=pl.DataFrame(schema={"step": pl.Int64}))
-    assert document(_steps(summary)) == document([])  # type: ignore[arg-type]
+    assert document(steps_texts([summary])[0]) == document([])  # type: ignore[arg-type]

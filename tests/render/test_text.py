@@ -47,8 +47,11 @@ def test_table_shows_top_rows_unless_all(tmp_path: Path) -> None:
 
 def test_a_directory_section_is_the_trace_alone(tmp_path: Path) -> None:
     """The text of many traces, whose op tables are made by one query, holds each trace's section exactly as it is written alone (its own op table query), in each view."""
+    from dataclasses import replace
+
     from helpers import shared_trace_files
     from ntrace import load
+    from ntrace.analyses.ops import op_table
     from ntrace.analyses.opview import OpView
     from ntrace.render.text import analysis, summary_text
     from ntrace.workflows.analyze import Analysis
@@ -57,7 +60,8 @@ def test_a_directory_section_is_the_trace_alone(tmp_path: Path) -> None:
     summaries = [load(p).summary() for p in [*shared_trace_files(), extra]]
     for view in (OpView(), OpView(sort_by="count", top=2), OpView(group_by_shape=True, top=3)):
         text = analysis(Analysis(tmp_path, tuple((s, None) for s in summaries)), view)
-        sections = [summary_text(s, None, view) for s in summaries]
+        whole = replace(view, top=None)  # the text section cuts the table itself
+        sections = [summary_text(s, None, view, None, op_table(s.op_groups, s.self_cpu_ns, s.device_ns, whole)) for s in summaries]
         assert text.startswith("\n\n".join(sections)), view
 
 
@@ -65,6 +69,7 @@ def test_a_directory_markdown_section_is_the_trace_alone(tmp_path: Path) -> None
     """The Markdown of many traces, whose op tables are made by one query, holds each trace's section exactly as it is written alone, in each view."""
     from helpers import shared_trace_files
     from ntrace import load
+    from ntrace.analyses.ops import op_table
     from ntrace.analyses.opview import OpView
     from ntrace.render.markdown import analysis, summary_markdown
     from ntrace.render.tables import variant_names
@@ -75,4 +80,5 @@ def test_a_directory_markdown_section_is_the_trace_alone(tmp_path: Path) -> None
     names = variant_names(summaries, tmp_path)
     for view in (OpView(), OpView(sort_by="count", top=2), OpView(group_by_shape=True, top=3)):
         text = analysis(Analysis(tmp_path, tuple((s, None) for s in summaries)), view)
-        assert "\n".join(summary_markdown(s, name, view) for s, name in zip(summaries, names)) in text, view
+        alone = (summary_markdown(s, name, view, None, op_table(s.op_groups, s.self_cpu_ns, s.device_ns, view)) for s, name in zip(summaries, names))
+        assert "\n".join(alone) in text, view

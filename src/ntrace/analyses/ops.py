@@ -179,25 +179,27 @@ def op_table(groups: pl.DataFrame, self_cpu_ns: int, device_ns: int, view: OpVie
     Percent columns are 0–100 of the footers: self_cpu_pct and cpu_total_pct of the self CPU
     total, self_device_pct of the device time total. Ties sort by name, user annotation, shape.
     """
-    return op_tables(groups.lazy(), self_cpu_ns, device_ns, view).collect(engine="in-memory")
+    footers = groups.lazy().with_columns(self_cpu_ns=pl.lit(self_cpu_ns, pl.Int64), device_ns=pl.lit(device_ns, pl.Int64))
+    return op_tables(footers, view).collect(engine="in-memory")
 
 
-def op_tables(groups: pl.LazyFrame, self_cpu: int | pl.Expr, device: int | pl.Expr, view: OpView = OpView(), by: tuple[str, ...] = ()) -> pl.LazyFrame:
-    """op_table as one query, of one trace or of many at once: op_groups' rows keyed by the `by` columns, each key's footers (self CPU total, device time total) given as columns.
+def op_tables(groups: pl.LazyFrame, view: OpView = OpView(), by: tuple[str, ...] = ()) -> pl.LazyFrame:
+    """op_table as one query, of one trace or of many at once: op_groups' rows keyed by the `by` columns, each row with its key's footers (`self_cpu_ns`, `device_ns`).
 
     The result is keyed by `by` too, each key's rows in its own table's order: rendering a
     directory of small traces makes all their tables with one query, not one per trace.
     """
     keys = _KEYS if view.group_by_shape else _KEYS[:2]
-    rows = groups if view.group_by_shape else groups.group_by([*by, *keys]).agg(pl.col(_SUMS).sum(), *(c.first() for c in (self_cpu, device) if isinstance(c, pl.Expr)))
+    footers = [pl.col("self_cpu_ns").first(), pl.col("device_ns").first()]
+    rows = groups if view.group_by_shape else groups.group_by([*by, *keys]).agg(pl.col(_SUMS).sum(), *footers)
     schema = pl.Schema({**{k: pl.Int64() for k in by}, **{k: v for k, v in OP_SCHEMA.items() if k in keys or k not in _KEYS}})
     table = (  # one query: rendering many small traces runs it once
         rows.with_columns(
             cpu_avg=pl.col("cpu_total") // pl.col("calls"),
             device_avg=pl.col("device_total") // pl.col("calls"),
-            self_cpu_pct=_pct(pl.col("self_cpu"), self_cpu),
-            cpu_total_pct=_pct(pl.col("cpu_total"), self_cpu),
-            self_device_pct=_pct(pl.col("self_device"), device),
+            self_cpu_pct=_pct(pl.col("self_cpu"), pl.col("self_cpu_ns")),
+            cpu_total_pct=_pct(pl.col("cpu_total"), pl.col("self_cpu_ns")),
+            self_device_pct=_pct(pl.col("self_device"), pl.col("device_ns")),
         )
         .select(list(schema))
         .cast(schema)
@@ -208,15 +210,13 @@ def op_tables(groups: pl.LazyFrame, self_cpu: int | pl.Expr, device: int | pl.Ex
     return table.filter(pl.int_range(pl.len()).over(by) < view.top) if by else table.head(view.top)
 
 
-def _pct(ns: pl.Expr, total: int | pl.Expr) -> pl.Expr:
-    """`ns` as a percent (0–100) of `total` (a number, or a column of them); 0 where the total is 0.
+def _pct(ns: pl.Expr, total: pl.Expr) -> pl.Expr:
+    """`ns` as a percent (0–100) of `total`; 0 where the total is 0.
 
-    A column's total multiplies by its reciprocal: Polars divides by a number that way (at times
-    one bit apart from a division), so one trace's table and many traces' give the same percents.
+    Times the total's reciprocal: the percents published before were divided by a number, which
+    Polars does that way (at times one bit apart from a division), and they stay the same.
     """
-    if isinstance(total, pl.Expr):
-        return pl.when(total != 0).then(ns * 100.0 * (1.0 / total)).otherwise(pl.lit(0.0))
-    return ns * 100.0 / total if total else pl.lit(0.0)
+    return pl.when(total != 0).then(ns * 100.0 * (1.0 / total)).otherwise(pl.lit(0.0))
 
 
 def self_cpu_total(nest: pl.DataFrame) -> int:

@@ -11,7 +11,6 @@ import polars as pl
 from ntrace.analyses.device import ENGINES, DeviceReport
 from ntrace.analyses.memory import OP_COLUMNS as MEMORY_OP_COLUMNS
 from ntrace.analyses.memory import device_label
-from ntrace.analyses.ops import op_table
 from ntrace.analyses.opview import OpView
 from ntrace.exprs import each_on_polars_thread, on_polars_thread, stacked, us_text as us_text_of
 from ntrace.errors import json_safe
@@ -58,11 +57,6 @@ def _stats(row: dict[str, Any]) -> dict[str, Any]:
 
 #: Where analysis() writes a summary_dict's keys: 2 spaces per level of OPT_INDENT_2, inside the document and its `profiles` array.
 _SUMMARY_INDENT = 6
-
-
-def _steps(summary: Summary, indent: int = _SUMMARY_INDENT) -> orjson.Fragment:
-    """The `steps` array of one summary as the JSON text orjson's OPT_INDENT_2 writes for it under a key indented `indent` spaces (see steps_texts)."""
-    return steps_texts([summary], indent)[0]
 
 
 def steps_texts(summaries: Sequence[Summary], indent: int = _SUMMARY_INDENT) -> list[orjson.Fragment]:
@@ -170,11 +164,8 @@ def _us_or_null(ns: pl.Expr) -> pl.Expr:
     return us_text_of(ns).fill_null("null")
 
 
-def summary_dict(
-    summary: Summary, session: Session | None, view: OpView = OpView(), joined: DeviceJoin | None = None,
-    steps: orjson.Fragment | None = None, ops: pl.DataFrame | None = None,
-) -> dict[str, Any]:  # fmt: skip
-    """One trace as a JSON-ready dict (exact µs); every number comes from its summary's frames. `steps` and `ops` are its steps' text and its op table in `view` when already made (steps_texts, op_tables_of)."""
+def summary_dict(summary: Summary, session: Session | None, joined: DeviceJoin | None, steps: orjson.Fragment, ops: pl.DataFrame) -> dict[str, Any]:
+    """One trace as a JSON-ready dict (exact µs); every number comes from its summary's frames, its steps' text (steps_texts) and its op table in the view shown (op_tables_of), made for every trace at once."""
     # the small frames are grouped here by walking their rows: a Polars filter per lane or step costs more than the rows on small traces, rendered by the thousand
     categories: dict[str, dict[str, int]] = {}
     for c in summary.categories.iter_rows(named=True):
@@ -205,9 +196,9 @@ def summary_dict(
             if r["lane"] == "hardware"
         ],
         "gaps": {row["kind"]: _stats(row) for row in summary.gaps.iter_rows(named=True)},
-        "steps": _steps(summary) if steps is None else steps,
+        "steps": steps,
         "outside_steps": {"events": outside_events, "total_us": exact_us(outside_ns)},
-        "ops": ops_dicts(op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns, view) if ops is None else ops),
+        "ops": ops_dicts(ops),
         "op_totals": {"self_cpu_us": exact_us(summary.self_cpu_ns), "device_time_us": exact_us(summary.device_ns)},
         "kernels": [
             {"name": r["name"], "calls": r["calls"], **{f"{k}_us": exact_us(r[k]) for k in ("total", "mean", "min", "max")}, "share": r["share"], "streams": r["streams"]}
@@ -229,7 +220,7 @@ def analysis(result: Analysis, view: OpView = OpView()) -> str:
     doc = {
         "schema": SCHEMA,
         "profiles": each_on_polars_thread(
-            lambda entry: summary_dict(*entry[0], view, result.device_join(*entry[0]), steps=entry[1], ops=entry[2]), zip(result, steps, ops)
+            lambda entry: summary_dict(*entry[0], result.device_join(*entry[0]), entry[1], entry[2]), zip(result, steps, ops)
         ),
         "artifacts": [{"dir": str(s.dir), **session_dict(s)} for s in result.artifacts],
         "warnings": result.all_warnings,

@@ -35,8 +35,8 @@ def frame_table(frame: pl.DataFrame) -> str:
     return "\n".join([head, rule, *body])
 
 
-def summary_markdown(profile: Summary, name: str, view: OpView = OpView(), joined: DeviceJoin | None = None, ops: pl.DataFrame | None = None) -> str:
-    """One trace's section: lanes, hardware tracks, dispatch gaps, steps, the op table in `view` (`ops` when already made: op_tables_of)."""
+def summary_markdown(profile: Summary, name: str, view: OpView, joined: DeviceJoin | None, ops: pl.DataFrame) -> str:
+    """One trace's section: lanes, hardware tracks, dispatch gaps, steps, the op table in `view` (`ops`, made for every trace at once by op_tables_of)."""
     out = [f"### {name}".translate(_ESCAPES), "", f"{profile.events:,} complete events over a {fmt_time(profile.window_ns)} window.", ""]
     out += ["**Lanes**", "", frame_table(lanes_frame(profile)), ""]
     hw = hardware_tracks_frame(profile)

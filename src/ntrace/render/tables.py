@@ -98,7 +98,7 @@ def op_tables_of(summaries: Sequence[Summary], view: OpView = OpView()) -> list[
     """Each summary's op table in `view` (what op_table gives), all made by one query (ntrace.analyses.ops.op_tables)."""
     footers = {c: pl.Series([getattr(s, c) for s in summaries], dtype=pl.Int64) for c in ("self_cpu_ns", "device_ns")}
     groups = stacked([s.op_groups for s in summaries], GROUP_SCHEMA, "trace").with_columns(pl.lit(v).gather(pl.col("trace")).alias(c) for c, v in footers.items())
-    table = op_tables(groups, pl.col("self_cpu_ns"), pl.col("device_ns"), view, by=("trace",)).collect(engine="in-memory")
+    table = op_tables(groups, view, by=("trace",)).collect(engine="in-memory")
     parts = table.partition_by("trace", as_dict=True, include_key=False, maintain_order=True)
     empty = table.clear().drop("trace")
     return [parts.get((i,), empty) for i in range(len(summaries))]

@@ -9,7 +9,6 @@ from typing import Any, Sequence
 import polars as pl
 
 from ntrace.analyses.device import ENGINES, OUTLIER_FACTOR, SMALL_DMA_BYTES, DeviceReport
-from ntrace.analyses.ops import op_table
 from ntrace.analyses.opview import OpView
 from ntrace.errors import one_line, terminal_text
 from ntrace.exprs import each_on_polars_thread, on_polars_thread
@@ -174,8 +173,8 @@ def _steps_text(summary: Summary) -> list[str]:
     return out
 
 
-def summary_text(summary: Summary, session: Session | None, view: OpView = OpView(), joined: DeviceJoin | None = None, ops: pl.DataFrame | None = None) -> str:
-    """One trace's section: header, lanes, hardware tracks, dispatch gaps, steps, the op table in `view`, kernels, findings, its session's artifacts; `ops` is its whole op table in `view` when already made (op_tables_of)."""
+def summary_text(summary: Summary, session: Session | None, view: OpView, joined: DeviceJoin | None, ops: pl.DataFrame) -> str:
+    """One trace's section: header, lanes, hardware tracks, dispatch gaps, steps, the op table in `view` (`ops`: all its rows, made for every trace at once by op_tables_of), kernels, findings, its session's artifacts."""
     title = one_line(f"== {summary.variant}: {summary.shown_path}" if summary.variant else f"== {summary.shown_path}")  # a newline in a name must not forge a line
     out = [title, f"{summary.events} complete events over a {fmt_time(summary.window_ns)} window", ""]
     out.append("Lanes")
@@ -200,8 +199,6 @@ def summary_text(summary: Summary, session: Session | None, view: OpView = OpVie
     out += ["", "Dispatch gaps", _gaps_text(summary)]
     if summary.steps.height:
         out += _steps_text(summary)
-    if ops is None:
-        ops = op_table(summary.op_groups, summary.self_cpu_ns, summary.device_ns, replace(view, top=None))
     shown = ops.head(view.top) if view.top else ops
     if ops.height:
         out += ["", "Operators (torch key_averages() columns, computed from the trace; device time: every device activity, through its launching op)", ops_text(summary, shown)]
