@@ -16,12 +16,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 T0 = time.perf_counter()
 import ntrace  # noqa: E402
-from ntrace.analyses.opview import OpView  # noqa: E402
 from ntrace.profile import Profile  # noqa: E402
-from ntrace.render.json import summary_dict  # noqa: E402
+from ntrace.render.json import analysis  # noqa: E402
+from ntrace.workflows.analyze import Analysis  # noqa: E402
 
 IMPORTED = time.perf_counter() - T0
 
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                 for name in names:
                     getattr(fresh, name)
             else:
-                summary_dict(fresh.summary(), None, OpView())
+                analysis(Analysis(Path(args.trace), ((fresh.summary(), None),)))
             took = (time.perf_counter() - wall, time.process_time() - cpu)
             best[stage] = min(best.get(stage, took), took)
     print(f"{args.trace}: {profile.events.height:,} events, {profile.complete_count:,} complete")
