@@ -239,7 +239,7 @@ def test_a_stored_summary_is_returned_as_given(trace: Path) -> None:
 
 def _general_findings(p: Profile) -> pl.DataFrame:
     """The findings by the analyses' general path, with no shortcut for traces without device work."""
-    return findings(p.op_table(), p.launched, p.executions, p.device, p.device_ns)
+    return findings(p.op_table().with_columns(device=pl.lit(p.device), device_ns=pl.lit(p.device_ns)), p.launched, p.executions)
 
 
 def _general_results(p: Profile) -> tuple[pl.DataFrame, pl.DataFrame, tuple[int, int], pl.DataFrame]:
@@ -249,7 +249,8 @@ def _general_results(p: Profile) -> tuple[pl.DataFrame, pl.DataFrame, tuple[int,
     work = p.activities.select("idx", device=fmt("device {}", pl.col("pid").fill_null("?")), ts="ts", end="end", dur="dur").join(
         p.links.select(idx="exec_idx", call_idx="call_idx").join(p.calls.select(call_idx="idx", call_ts="ts"), on="call_idx"), on="idx", how="left"
     )
-    devices, outside = device_work(windows, work)
+    devices, unplaced = device_work(windows, work)
+    outside = (unplaced.height, int(unplaced["dur"].sum()))
     compute = p.executions.filter(~COLLECTIVE).select(device="track", ts="ts", end="end")
     return steps, devices, outside, communication_time(p.collectives, compute)
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 from functools import cached_property
-from typing import Literal
+from pathlib import Path
+from typing import Literal, Sequence
 
 import polars as pl
 
@@ -18,7 +19,7 @@ from ntrace.analyses import memory as memmod
 from ntrace.analyses import ops as opmod
 from ntrace.analyses import stats
 from ntrace.analyses.links import ACTIVITY, CALL, launch_links
-from ntrace.analyses.ranks import COLLECTIVE, COMMUNICATION_SCHEMA, collective_instances, communication_time, rank_figures, rank_summary
+from ntrace.analyses.ranks import COLLECTIVE, COMMUNICATION_SCHEMA, INSTANCE_SCHEMA, collective_instances, communication_time, rank_figures, rank_summary
 from ntrace.analyses.nesting import related
 from ntrace.analyses.opview import OpView
 from ntrace.analyses.steps import DEVICE_SCHEMA, device_work, host_busy, is_step, launch_step, overlapping, step_windows
@@ -38,6 +39,9 @@ NEFF_EXECUTION_SCHEMA = pl.Schema(
     {"idx": pl.Int64(), "model": pl.String(), "track": pl.String(), "ts": pl.Int64(), "dur": pl.Int64(), "op": pl.String(), "call_dur": pl.Int64(), "step": pl.Int64()}
 )
 
+#: The columns of Profile.gaps.
+GAP_SCHEMA = pl.Schema({"kind": pl.String(), **{k: pl.Int64() for k in stats.STATS}, "share": pl.Float64()})
+
 #: What every output reads, in two branches that share only the track codes: the op tree and table, and the lanes, tracks, gaps and steps.
 _BRANCHES: tuple[tuple[str, ...], tuple[str, ...]] = (
     ("op_groups", "device_ns", "self_cpu_ns", "kernels", "neff_executions", "communication"),
@@ -49,12 +53,15 @@ class Profile:
     """One trace's analyses (all times int64 ns); every property is computed on first use and kept.
 
     `stored` is a Summary computed earlier by this very analysis code (an ntrace Parquet cache's):
-    summary() returns it instead of computing one.
+    summary() returns it instead of computing one. `by` names columns of the events that key
+    traces stacked into one (see Stacked): the frames it computes carry them, and summary() is
+    then not a trace's.
     """
 
-    def __init__(self, trace: Trace, stored: Summary | None = None) -> None:
+    def __init__(self, trace: Trace, stored: Summary | None = None, by: tuple[str, ...] = ()) -> None:
         self.trace = trace
         self._stored = stored
+        self._by = by
 
     @property
     def events(self) -> pl.DataFrame:
@@ -91,7 +98,7 @@ class Profile:
     @cached_property
     def _spans(self) -> tuple[pl.DataFrame, pl.Series]:
         """The complete events as (lane, track, ts, end) with track an integer code, and the track names by code (see totals.spans)."""
-        return spans(self.events, self._is_complete)
+        return spans(self.events, self._is_complete, self._by)
 
     @cached_property
     def tracked(self) -> pl.DataFrame:
@@ -116,7 +123,7 @@ class Profile:
     @cached_property
     def lanes(self) -> pl.DataFrame:
         """Per lane: events, total, busy, share of the window."""
-        return lane_totals(self._spans[0], self.window_ns)
+        return lane_totals(self._spans[0], pl.DataFrame({"window_ns": [self.window_ns]}))
 
     @cached_property
     def categories(self) -> pl.DataFrame:
@@ -141,7 +148,7 @@ class Profile:
     @cached_property
     def links(self) -> pl.DataFrame:
         """Runtime call → device activity links: (call_idx, exec_idx, via)."""
-        return launch_links(self.events, self.complete_rows(CALL | ACTIVITY))
+        return launch_links(self.events, self.complete_rows(CALL | ACTIVITY), self._by)
 
     @cached_property
     def hardware_idle(self) -> pl.DataFrame:
@@ -156,14 +163,14 @@ class Profile:
     @cached_property
     def activities(self) -> pl.DataFrame:
         """The device activities (what torch counts as device time): idx, name, cat, pid, tid, ts, end, dur, bytes and the track each ran on."""
-        return self.select_complete("idx", "name", "cat", "pid", "tid", "ts", "end", "dur", "bytes", track(), where=ACTIVITY)
+        return self.select_complete(*self._by, "idx", "name", "cat", "pid", "tid", "ts", "end", "dur", "bytes", track(), where=ACTIVITY)
 
     @cached_property
     def executions(self) -> pl.DataFrame:
         """The hardware lane's events (compute executions): idx, name, ts, end, dur and the track (device) each ran on."""
         spans, names = self._spans
         tracks = spans.filter(pl.col("lane") == "hardware")["track"]  # the same rows, in the same order
-        return self.select_complete("idx", "name", "ts", "end", "dur", where=pl.col("lane") == "hardware").with_columns(track=names.gather(tracks))
+        return self.select_complete(*self._by, "idx", "name", "ts", "end", "dur", where=pl.col("lane") == "hardware").with_columns(track=names.gather(tracks))
 
     @cached_property
     def collectives(self) -> pl.DataFrame:
@@ -200,12 +207,12 @@ class Profile:
             {"kind": "launch_latency", **stats.stats(self.launch_delays["latency"]), "share": None},
             {"kind": "queue_delay", **stats.stats(self.launch_delays["queue"]), "share": None},
         ]
-        return pl.DataFrame(rows, schema={"kind": pl.String, **{k: pl.Int64 for k in stats.STATS}, "share": pl.Float64})
+        return pl.DataFrame(rows, schema=GAP_SCHEMA)
 
     @cached_property
     def _windows(self) -> pl.DataFrame:
         """The profiler step windows (see ntrace.analyses.steps.step_windows)."""
-        return step_windows(self.select_complete("idx", "name", "ts", "end", "dur", where=HOST & matches("name", "^ProfilerStep#")))
+        return step_windows(self.select_complete(*self._by, "idx", "name", "ts", "end", "dur", where=HOST & matches("name", "^ProfilerStep#")), self._by)
 
     @cached_property
     def steps(self) -> pl.DataFrame:
@@ -221,10 +228,15 @@ class Profile:
         windows = self._windows
         if windows.is_empty():  # no steps: every activity is launched in none
             return pl.DataFrame(schema=DEVICE_SCHEMA), (self.activities.height, int(self.activities["dur"].sum()))
-        work = self.activities.select("idx", device=fmt("device {}", pl.col("pid").fill_null("?")), ts="ts", end="end", dur="dur").join(
+        per, outside = device_work(windows, self._device_work)
+        return per, (outside.height, int(outside["dur"].sum()))
+
+    @property
+    def _device_work(self) -> pl.DataFrame:
+        """The device activities as the steps place them: idx, device (`device {pid}`), ts, end, dur and the start of the runtime call that launched each (call_ts)."""
+        return self.activities.select("idx", device=fmt("device {}", pl.col("pid").fill_null("?")), ts="ts", end="end", dur="dur").join(
             self.links.select(idx="exec_idx", call_idx="call_idx").join(self.calls.select(call_idx="idx", call_ts="ts"), on="call_idx"), on="idx", how="left"
         )
-        return device_work(windows, work)
 
     @property
     def step_devices(self) -> pl.DataFrame:
@@ -249,7 +261,7 @@ class Profile:
         columns the op tree and table read, selected and put in walking order by one query: no
         copy of them in file order is kept while the tree is built.
         """
-        return opmod.op_tree(self.complete_rows(opmod.TREE_EVENT).select("idx", "pid", "tid", "ts", "end", "dur", "name", "cat", "input_dims"))
+        return opmod.op_tree(self.complete_rows(opmod.TREE_EVENT).select(*self._by, "idx", "pid", "tid", "ts", "end", "dur", "name", "cat", "input_dims"))
 
     @cached_property
     def device(self) -> str:
@@ -259,7 +271,7 @@ class Profile:
     @cached_property
     def attribution(self) -> pl.DataFrame:
         """One row per device activity: (idx, dur, call_idx, op_idx), the op it is own device time of (null when no op launched it)."""
-        return opmod.attribution(self.activities, self.links, self._tree, self.calls)
+        return opmod.attribution(self.activities, self.links, self._tree, self.calls, self._by)
 
     @cached_property
     def device_ns(self) -> int:
@@ -269,12 +281,12 @@ class Profile:
     @cached_property
     def op_groups(self) -> pl.DataFrame:
         """The op table before any view: sums per (name, user_annotation, input_dims), plus the unlinked device time row (see ntrace.analyses.ops.op_groups)."""
-        return opmod.op_groups(self._op_rows, self.attribution)
+        return opmod.op_groups(self._op_rows, self.attribution, self._by)
 
     @cached_property
     def _op_rows(self) -> pl.DataFrame:
         """The op tree's events still counted after torch's folding, with their self and total times (see ntrace.analyses.ops.op_rows): read by the op groups and the warnings."""
-        return opmod.op_rows(self._tree, self.attribution)
+        return opmod.op_rows(self._tree, self.attribution, self._by)
 
     @cached_property
     def self_cpu_ns(self) -> int:
@@ -309,7 +321,7 @@ class Profile:
         """What to look at first: device hotspots, runs of small executions, scalar host→device copies (see ntrace.analyses.findings)."""
         if self.activities.is_empty() and self.executions.height < findmod.MIN_RUN:  # no device time to own, no run to fuse, no copy
             return pl.DataFrame(schema=findmod.FINDING_SCHEMA)
-        return findmod.findings(self.op_table(), self.launched, self.executions, self.device, self.device_ns)
+        return findmod.findings(self.op_table().with_columns(device=pl.lit(self.device), device_ns=pl.lit(self.device_ns, pl.Int64)), self.launched, self.executions)
 
     @cached_property
     def launched(self) -> pl.DataFrame:
@@ -330,16 +342,12 @@ class Profile:
     @cached_property
     def op_warnings(self) -> tuple[str, ...]:
         """What the analysis found doubtful in the op table: events to which torch's rule gives negative self CPU."""
-        if negative := self._op_rows.filter(pl.col("self_cpu") < 0).height:
-            return (f"{self.trace.path}: {negative} events have negative self CPU: children that partly overlap each other, whose overlap torch's rule subtracts twice",)
-        return ()
+        return _op_warning(self.trace, self._op_rows.filter(pl.col("self_cpu") < 0).height)
 
     @cached_property
     def step_warnings(self) -> tuple[str, ...]:
         """What the analysis found doubtful in the profiler steps: steps that start before the previous one ends."""
-        if overlaps := overlapping(self._windows):
-            return (f"{self.trace.path}: {overlaps} profiler steps start before the previous one ends; an event counts in the last step started",)
-        return ()
+        return _step_warning(self.trace, overlapping(self._windows))
 
     @property
     def has_memory(self) -> bool:
@@ -455,7 +463,214 @@ class Profile:
             raise failed[0]
 
 
+def _op_warning(trace: Trace, negative: int) -> tuple[str, ...]:
+    """The warning that `negative` events of the trace's op table have negative self CPU (none for 0)."""
+    if negative:
+        return (f"{trace.path}: {negative} events have negative self CPU: children that partly overlap each other, whose overlap torch's rule subtracts twice",)
+    return ()
+
+
+def _step_warning(trace: Trace, overlaps: int) -> tuple[str, ...]:
+    """The warning that `overlaps` of the trace's profiler steps start before the previous one ends (none for 0)."""
+    if overlaps:
+        return (f"{trace.path}: {overlaps} profiler steps start before the previous one ends; an event counts in the last step started",)
+    return ()
+
+
 def _results(profile: Profile, names: tuple[str, ...]) -> None:
     """Compute (and so cache) these attributes of `profile`."""
     for name in names:
         getattr(profile, name)
+
+
+
+#: Most events a trace may have to be summarized stacked with others (see summaries): above it one trace's queries are large enough on their own.
+STACK_MAX_EVENTS = 2_000
+#: Most events stacked into one frame: a directory's small traces are summarized in stacks of about this many events.
+STACK_EVENTS = 100_000
+#: The key column of stacked traces.
+_KEY = "trace"
+
+
+def summaries(traces: Sequence[Trace]) -> list[Summary]:
+    """Each trace's Summary: the small ones (STACK_MAX_EVENTS) computed stacked, STACK_EVENTS at a time (see Stacked), the others alone; each equal to Profile(trace).summary()."""
+    out: dict[int, Summary] = {}
+    chunk: list[int] = []
+    held = 0
+    small = [k for k, t in enumerate(traces) if 0 < t.events.height <= STACK_MAX_EVENTS]
+    for k in [*small, None]:
+        if k is not None and held + traces[k].events.height <= STACK_EVENTS:
+            chunk.append(k)
+            held += traces[k].events.height
+            continue
+        if chunk:
+            stack = Stacked([traces[j] for j in chunk])
+            out |= dict(zip(chunk, on_polars_thread(stack.summaries)))
+        chunk, held = ([k], traces[k].events.height) if k is not None else ([], 0)
+    return [out[k] if k in out else Profile(t).summary() for k, t in enumerate(traces)]
+
+
+class Stacked:
+    """Small traces analyzed at once: their events in one frame keyed by `trace`, moved apart in time and in event index.
+
+    A Polars query costs tens of µs whatever its size, and a small trace's summary is a couple of
+    hundred of them; stacked, the traces share each query. Every trace starts after the previous
+    one ends (its times shifted by a constant) and its idx after the previous one's, so the
+    analyses that follow threads, windows, nesting and idx stay inside one trace by themselves;
+    those that sum over a trace, and the id matches, group by the key. A trace holding what is
+    only analyzed alone (allocator records, NEFF executions, collectives) is left out of the stack
+    and summarized alone, as are all when their times do not fit one int64 axis. Each Summary
+    equals the one Profile computes for its trace alone.
+    """
+
+    def __init__(self, traces: Sequence[Trace]) -> None:
+        self.traces = traces
+        self.alone: set[int] = set(range(len(traces)))  # the traces summarized alone
+        self.profile: Profile | None = None
+        events = pl.concat([t.events for t in traces], how="vertical")
+        events = events.with_columns(pl.concat([pl.repeat(k, t.events.height, dtype=pl.Int64, eager=True) for k, t in enumerate(traces)]).alias(_KEY))
+        bounds = events.group_by(_KEY, maintain_order=True).agg(
+            low=pl.min_horizontal(pl.col("ts").min(), pl.col("end").min()), high=pl.max_horizontal(pl.col("ts").max(), pl.col("end").max()), last=pl.col("idx").max()
+        )
+        shifts, offsets, bases, base, offset = [], [], [], 0, 0
+        for low, high, last in bounds.select("low", "high", "last").iter_rows():
+            shifts.append(0 if low is None else base - low)
+            offsets.append(offset)
+            bases.append(base)
+            base += 1 if low is None else high - low + 1
+            offset += last + 1
+        if base >= 1 << 62 or offset >= 1 << 62:
+            return
+        self._shift, self._offset, self._base = (pl.Series(v, dtype=pl.Int64) for v in (shifts, offsets, bases))
+        key = pl.col(_KEY)
+        events = events.with_columns(
+            idx=pl.col("idx") + pl.lit(self._offset).gather(key), ts=pl.col("ts") + pl.lit(self._shift).gather(key), end=pl.col("end") + pl.lit(self._shift).gather(key)
+        )
+        special = pl.col("model").is_not_null() | pl.col("mem_bytes").is_not_null() | (ACTIVITY & COLLECTIVE).fill_null(False)
+        self.alone = set(events.select(key.filter(special).unique())[_KEY].to_list())
+        if self.alone:
+            events = events.filter(~key.is_in(sorted(self.alone)))
+        self.profile = Profile(Trace(Path("<stacked>"), events.with_columns(pl.col("idx").set_sorted())), by=(_KEY,))
+
+    def _trace_of(self, idx: str) -> pl.Expr:
+        """The trace an event belongs to, from its (moved) idx."""
+        return (pl.lit(self._offset).search_sorted(pl.col(idx), side="right").cast(pl.Int64) - 1).alias(_KEY)
+
+    def summaries(self) -> list[Summary]:
+        """Each trace's Summary, in order."""
+        done = self._stacked() if self.profile is not None else {}
+        return [done[k] if k in done else Profile(t).summary() for k, t in enumerate(self.traces)]
+
+    def _stacked(self) -> dict[int, Summary]:
+        """The Summary of every trace in the stack, by its position."""
+        p = self.profile
+        assert p is not None
+        key, by = pl.col(_KEY), (_KEY,)
+        kept = [k for k in range(len(self.traces)) if k not in self.alone]
+        every = pl.DataFrame({_KEY: kept}, schema={_KEY: pl.Int64})
+        shift = pl.lit(self._shift).gather(key)
+        spans = p._spans[0]
+        per = every.join(
+            spans.group_by(_KEY).agg(first=pl.col("ts").min(), last=pl.col("end").max(), events=pl.len().cast(pl.Int64)), on=_KEY, how="left", maintain_order="left"
+        ).with_columns(first=pl.col("first") - shift, last=pl.col("last") - shift, events=pl.col("events").fill_null(0))
+        per = per.with_columns(window_ns=(pl.col("last") - pl.col("first")).fill_null(0))
+        lanes = lane_totals(spans, per.select(_KEY, "window_ns"), _KEY)
+        categories = lane_categories(p.complete_rows().select(_KEY, "lane", "cat", "dur"), by).collect(engine="in-memory")
+        tracks, idle = p._track_pass
+        tracks = tracks.with_columns(self._trace_of_time("first")).with_columns(first=pl.col("first") - shift, last=pl.col("last") - shift)
+        idle = idle.with_columns(self._trace_of_time("gap_start"))
+        device = every.join(opmod.device_names(categories, by), on=_KEY, how="left", maintain_order="left").with_columns(pl.col("device").fill_null("none"))
+        activities = p.activities
+        totals = every.join(activities.group_by(_KEY).agg(device_ns=pl.col("dur").sum()), on=_KEY, how="left", maintain_order="left").with_columns(
+            pl.col("device_ns").fill_null(0)
+        )
+        tree = p._tree
+        self_cpu = every.join(tree.filter(pl.col("parent").is_null()).group_by(_KEY).agg(self_cpu_ns=pl.col("dur").sum()), on=_KEY, how="left", maintain_order="left")
+        footers = totals.join(self_cpu, on=_KEY).with_columns(pl.col("self_cpu_ns").fill_null(0)).join(device, on=_KEY)
+        groups = p.op_groups
+        kernels = opmod.kernels(activities.join(totals, on=_KEY, how="left"), "device_ns", by)
+        table = opmod.op_tables(groups.lazy().join(footers.lazy(), on=_KEY, how="left"), OpView(), by).collect(engine="in-memory")
+        findings = findmod.findings(table.join(footers.select(_KEY, "device", "device_ns"), on=_KEY, how="left"), p.launched, p.executions, by)
+        delays, dropped = stats.summable_delays(stats.launch_delays(p.links, p.calls, activities))
+        if dropped:  # a trace's delays pass int64 when summed: its warning is Profile's
+            return {}
+        delays = delays.with_columns(self._trace_of("exec_idx"))
+        windows = p._windows
+        steps = p.steps.with_columns(start=pl.col("start") - shift, end=pl.col("end") - shift)
+        if windows.is_empty():
+            step_devices, outside = pl.DataFrame(schema={_KEY: pl.Int64(), **DEVICE_SCHEMA}), p._device_work.select("idx", "dur")
+        else:
+            step_devices, outside = device_work(windows, p._device_work, by)
+        outside = every.join(
+            outside.group_by(self._trace_of("idx")).agg(count=pl.len().cast(pl.Int64), ns=pl.col("dur").sum()), on=_KEY, how="left", maintain_order="left"
+        ).fill_null(0)
+        overlaps = windows.group_by(_KEY).agg((pl.col("start") < pl.col("end").cum_max().shift(1)).sum().alias("overlaps"))
+        negative = p._op_rows.filter(pl.col("self_cpu") < 0).group_by(_KEY).len()
+        gaps = _gap_rows(idle, delays, tracks.filter(pl.col("lane") == "hardware"), kept)
+        parts = {
+            name: _split(frame, kept)
+            for name, frame in {
+                "lanes": lanes, "categories": categories, "tracks": tracks, "gaps": gaps, "steps": steps, "step_devices": step_devices,
+                "op_groups": groups, "kernels": kernels, "findings": findings,
+                "idle": idle.select(_KEY, "gap"), "delays": delays.select(_KEY, "latency", "queue"),
+            }.items()
+        }  # fmt: skip
+        overlapping = dict(overlaps.iter_rows())
+        negatives = dict(negative.iter_rows())
+        out = {}
+        for k, row in zip(kept, per.join(footers, on=_KEY).join(outside, on=_KEY).iter_rows(named=True)):
+            trace = self.traces[k]
+            part = {name: frames[k] for name, frames in parts.items()}
+            op_warnings = _op_warning(trace, negatives.get(k, 0))
+            window = (row["first"], row["last"]) if row["events"] else (0, 0)
+            out[k] = Summary(
+                path=trace.path, variant=trace.variant, meta=trace.meta, warnings=(*trace.warnings, *op_warnings, *_step_warning(trace, overlapping.get(k, 0))),
+                window=window, events=row["events"], device=row["device"], device_ns=row["device_ns"], self_cpu_ns=row["self_cpu_ns"],
+                lanes=part["lanes"], categories=part["categories"], tracks=part["tracks"], gaps=part["gaps"],
+                steps=part["steps"], step_devices=part["step_devices"], outside_steps=(row["count"], row["ns"]),
+                op_groups=part["op_groups"], kernels=part["kernels"], findings=self._findings(part["findings"], k), neff_executions=pl.DataFrame(schema=NEFF_EXECUTION_SCHEMA),
+                collectives=pl.DataFrame(schema=INSTANCE_SCHEMA), communication=pl.DataFrame(schema=COMMUNICATION_SCHEMA),
+                idle_gaps=part["idle"]["gap"], launch_latencies=part["delays"]["latency"], queue_delays=part["delays"]["queue"], op_warnings=op_warnings,
+            )  # fmt: skip
+        return out
+
+    def _trace_of_time(self, column: str) -> pl.Expr:
+        """The trace a (moved) time lies in."""
+        return (pl.lit(self._base).search_sorted(pl.col(column), side="right").cast(pl.Int64) - 1).alias(_KEY)
+
+    def _findings(self, findings: pl.DataFrame, k: int) -> pl.DataFrame:
+        """Trace k's findings with the idx and start of the events they list moved back."""
+        if findings.is_empty():
+            return findings
+        idx, ts = pl.field("idx") - self._offset[k], pl.field("ts") - self._shift[k]
+        return findings.with_columns(pl.col("events").list.eval(pl.element().struct.with_fields(idx=idx, ts=ts)))
+
+
+def _split(frame: pl.DataFrame, kept: list[int]) -> dict[int, pl.DataFrame]:
+    """A stacked frame's rows per trace of `kept`, without the key, each in the frame's order (an empty frame for a trace with none)."""
+    parts = frame.partition_by(_KEY, as_dict=True, include_key=False, maintain_order=True)
+    empty = frame.clear().drop(_KEY)
+    return {k: parts.get((k,), empty) for k in kept}
+
+
+def _stats_by(frame: pl.DataFrame, column: str) -> dict[int, dict[str, int]]:
+    """stats.stats of `column` per trace of a stacked frame."""
+    values = pl.col(column)
+    per = frame.group_by(_KEY).agg(
+        count=pl.len().cast(pl.Int64), total=values.sum(), p50=stats.nearest_rank_of(values, 50), p90=stats.nearest_rank_of(values, 90), max=values.max()
+    )
+    return {row.pop(_KEY): row for row in per.iter_rows(named=True)}
+
+
+def _gap_rows(idle: pl.DataFrame, delays: pl.DataFrame, hardware: pl.DataFrame, kept: list[int]) -> pl.DataFrame:
+    """Profile.gaps of every trace of `kept`, keyed: from the stacked hardware idle gaps, launch delays and hardware tracks."""
+    none = dict.fromkeys(stats.STATS, 0)
+    spans = {k: (idle_ns, span) for k, idle_ns, span in hardware.group_by(_KEY).agg(pl.col("idle").sum(), pl.col("span").sum()).iter_rows()}
+    kinds = (("hardware_idle", _stats_by(idle, "gap")), ("launch_latency", _stats_by(delays, "latency")), ("queue_delay", _stats_by(delays, "queue")))
+    rows = []
+    for k in kept:
+        idle_ns, span = spans.get(k, (0, 0))
+        for kind, per in kinds:
+            share = (idle_ns / span if span else 0.0) if kind == "hardware_idle" else None
+            rows.append({_KEY: k, "kind": kind, **per.get(k, none), "share": share})
+    return pl.DataFrame(rows, schema={_KEY: pl.Int64, **GAP_SCHEMA}, orient="row")

@@ -166,8 +166,9 @@ def test_findings_read_names_as_categoricals_or_text(tmp_path: Path) -> None:
     launched = profile.launched
     assert launched.schema["name"] == launched.schema["op"] == pl.Categorical()
     as_text = launched.with_columns(pl.col("name", "op").cast(pl.String))
-    got = findings(profile.op_table(), launched, profile.executions, profile.device, profile.device_ns)
-    assert got.equals(findings(profile.op_table(), as_text, profile.executions, profile.device, profile.device_ns))
+    table = profile.op_table().with_columns(device=pl.lit(profile.device), device_ns=pl.lit(profile.device_ns))
+    got = findings(table, launched, profile.executions)
+    assert got.equals(findings(table, as_text, profile.executions))
     assert got.filter(pl.col("kind") == "host_to_device_copy")["subject"].to_list() == sorted(ops)
     hot = got.filter(pl.col("kind") == "device_hotspot")
     assert hot["subject"].to_list() == list(reversed(ops))  # by self device time: 7, 6, 5 µs

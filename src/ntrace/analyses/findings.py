@@ -40,70 +40,79 @@ def _events(op: pl.Expr = pl.lit(None, pl.String)) -> pl.Expr:
     return pl.struct("idx", "name", "ts", "dur", op.alias("op")).sort_by("ts", "idx").head(MAX_EVENTS).alias("events")
 
 
-def _finding(frame: pl.DataFrame, kind: str, subject: str, summary: Callable[[dict[str, Any]], str]) -> pl.DataFrame:
-    """Shape aggregated rows into findings; the summary line of each (a handful of rows) is written from its values."""
+def _finding(frame: pl.DataFrame, kind: str, subject: str, summary: Callable[[dict[str, Any]], str], by: tuple[str, ...] = ()) -> pl.DataFrame:
+    """Shape aggregated rows into findings (keyed by their `by` columns); the summary line of each (a handful of rows) is written from its values."""
     lines = [summary(row) for row in frame.iter_rows(named=True)]
     return frame.select(
+        *by,
         kind=pl.lit(kind, dtype=pl.String),
         subject=pl.col(subject),
         summary=pl.Series(lines, dtype=pl.String),
         time="time",
         events="events",
-    ).cast(FINDING_SCHEMA)
+    ).cast(dict(FINDING_SCHEMA))  # type: ignore[arg-type]
 
 
-def hotspots(table: pl.DataFrame, launched: pl.DataFrame, device: str, device_ns: int, top: int = 3) -> pl.DataFrame:
+def hotspots(table: pl.DataFrame, launched: pl.DataFrame, top: int = 3, by: tuple[str, ...] = ()) -> pl.DataFrame:
     """The op table rows (ops, not annotations or the unlinked row) with the most self device time, each with the device activities it launched.
 
-    `table` is the op table by name; `launched` holds each attributed device activity (idx, name, ts, dur) with its launching op's row name (`op`), names as text or categoricals.
+    `table` is the op table by name, each row with its trace's `device` name and device time
+    total (`device_ns`); `launched` holds each attributed device activity (idx, name, ts, dur) with
+    its launching op's row name (`op`), names as text or categoricals. Both may be keyed by the
+    `by` columns (traces stacked): each key gets its own top rows.
     """
-    rows = table.filter(~pl.col("user_annotation") & (pl.col("name") != UNLINKED) & (pl.col("self_device") > 0))
-    if rows.is_empty() or not device_ns:
-        return pl.DataFrame(schema=FINDING_SCHEMA)
-    chosen = rows.sort(["self_device", "name"], descending=[True, False]).head(top).select(op="name", time="self_device", calls="calls")
+    rows = table.filter(~pl.col("user_annotation") & (pl.col("name") != UNLINKED) & (pl.col("self_device") > 0) & (pl.col("device_ns") != 0))
+    if rows.is_empty():
+        return pl.DataFrame(schema={**{k: pl.Int64() for k in by}, **FINDING_SCHEMA})
+    ranked = rows.sort([*by, "self_device", "name"], descending=[*[False] * len(by), True, False])
+    chosen = (ranked.filter(pl.int_range(pl.len()).over(by) < top) if by else ranked.head(top)).select(
+        *by, "device", "device_ns", op="name", time="self_device", calls="calls"
+    )
     listed = (
-        launched.filter(pl.col("op").is_in(chosen["op"].implode()))  # names as categoricals: the few rows kept are made text
-        .group_by("op")
+        launched.join(chosen.select(*by, pl.col("op").cast(launched.schema["op"])), on=[*by, "op"], how="semi")  # names as categoricals: the few rows kept are made text
+        .group_by(*by, "op")
         .agg(_events(pl.col("op")), activities=pl.len())
         .with_columns(pl.col("op").cast(pl.String))
     )
-    per_op = chosen.join(listed, on="op", how="left", maintain_order="left").with_columns(pl.col("activities").fill_null(0))
+    per_op = chosen.join(listed, on=[*by, "op"], how="left", maintain_order="left").with_columns(pl.col("activities").fill_null(0))
     return _finding(
         per_op,
         "device_hotspot",
         "op",
-        lambda r: f"{r['op']}: {fmt_time(r['time'])} self {device} time ({fmt_pct(r['time'] / device_ns)} of all device time) in "
+        lambda r: f"{r['op']}: {fmt_time(r['time'])} self {r['device']} time ({fmt_pct(r['time'] / r['device_ns'])} of all device time) in "
         f"{plural(r['calls'], 'call')}, {plural(r['activities'], 'device activity', 'device activities')}",
+        by,
     )
 
 
-def small_runs(executions: pl.DataFrame, top: int = 3, max_gap: int = MAX_DISPATCH_GAP) -> pl.DataFrame:
+def small_runs(executions: pl.DataFrame, top: int = 3, max_gap: int = MAX_DISPATCH_GAP, by: tuple[str, ...] = ()) -> pl.DataFrame:
     """Runs of ≥MIN_RUN consecutive executions on one device (idx, name, ts, end, dur, track) where each is followed by an idle gap longer than itself.
 
     Fused into one execution, the run would lose its inner idle gaps: that sum is the time reported.
     A gap longer than `max_gap` ns is not a dispatch gap (the host was busy elsewhere) and ends a run.
+    Tracks of different keys of the `by` columns (traces stacked) are told apart.
     """
-    same_track = pl.col("track") == pl.col("track").shift(-1)
-    new_run = ~pl.col("small").shift(1).fill_null(False) | (pl.col("track") != pl.col("track").shift(1)).fill_null(True)
+    tracks = [*by, "track"]
+    same_track = pl.all_horizontal(pl.col(c) == pl.col(c).shift(-1) for c in tracks)
+    new_run = ~pl.col("small").shift(1).fill_null(False) | pl.any_horizontal((pl.col(c) != pl.col(c).shift(1)).fill_null(True) for c in tracks)
     hw = (
         executions.lazy()
-        .sort(["track", "ts", "end", "idx"])
+        .sort([*tracks, "ts", "end", "idx"])
         .with_columns(gap_after=pl.when(same_track).then(pl.col("ts").shift(-1) - pl.col("end")))
         .with_columns(small=((pl.col("gap_after") > pl.col("dur")) & (pl.col("gap_after") <= max_gap)).fill_null(False))
         .with_columns(run=new_run.cum_sum())  # numbered across tracks: a run's number names it alone
         .collect(engine="in-memory")
     )
-    runs = (
+    ranked = (
         hw.lazy()
-        .group_by("track", "run")
+        .group_by(*tracks, "run")
         .agg(execs=pl.len(), time=pl.col("gap_after").filter(pl.col("small")).sum(), busy=pl.col("dur").sum(), first=pl.col("ts").min())
         .filter(pl.col("execs") >= MIN_RUN)
-        .sort(["time", "first", "track"], descending=[True, False, False])
-        .head(top)
-        .collect(engine="in-memory")
+        .sort([*by, "time", "first", "track"], descending=[*[False] * len(by), True, False, False])
     )
+    runs = (ranked.filter(pl.int_range(pl.len()).over(by) < top) if by else ranked.head(top)).collect(engine="in-memory")
     if runs.is_empty():  # no run long enough: nothing to list
-        return pl.DataFrame(schema=FINDING_SCHEMA)
+        return pl.DataFrame(schema={**{k: pl.Int64() for k in by}, **FINDING_SCHEMA})
     # the events only of the runs reported, not of every run
     listed = hw.join(runs.select("run"), on="run").group_by("run").agg(_events())
     runs = runs.join(listed, on="run", how="left", maintain_order="left")
@@ -113,10 +122,11 @@ def small_runs(executions: pl.DataFrame, top: int = 3, max_gap: int = MAX_DISPAT
         "track",
         lambda r: f"{r['track']}: {r['execs']} executions ({fmt_time(r['busy'])} busy) separated by {fmt_time(r['time'])} of idle gaps, "
         "each longer than the execution before it; fusing them could remove the gaps",
+        by,
     )
 
 
-def scalar_copies(copies: pl.DataFrame) -> pl.DataFrame:
+def scalar_copies(copies: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
     """Compute ops that copy a scalar from host to device on every call: the device copies (idx, name, ts, dur, bytes, op, op_idx) of at most SCALAR_BYTES launched by an op that is not a copy op.
 
     Large copies (input batches, often from pinned memory) are the data a step needs, not a cost fusion or a device-side constant removes, so they are not reported.
@@ -126,11 +136,11 @@ def scalar_copies(copies: pl.DataFrame) -> pl.DataFrame:
         & pl.col("op").is_not_null() & ~pl.col("op").is_in(COPY_OPS)
     )  # fmt: skip
     if small.is_empty():
-        return pl.DataFrame(schema=FINDING_SCHEMA)
+        return pl.DataFrame(schema={**{k: pl.Int64() for k in by}, **FINDING_SCHEMA})
     per_op = (
-        small.group_by("op")
+        small.group_by(*by, "op")
         .agg(time=pl.col("dur").sum(), copies=pl.len(), calls=pl.col("op_idx").n_unique(), largest=pl.col("bytes").max(), events=_events(pl.col("op")))
-        .sort("op")
+        .sort(*by, "op")
     )
     return _finding(
         per_op,
@@ -138,13 +148,15 @@ def scalar_copies(copies: pl.DataFrame) -> pl.DataFrame:
         "op",
         lambda r: f"{r['op']} copies a {r['largest']}-byte value from host to device inside the op on every call ({plural(r['copies'], 'copy', 'copies')}, "
         f"{fmt_time(r['time'])} on the device): a CPU scalar moved per call — create it on the device once",
+        by,
     )
 
 
-def findings(table: pl.DataFrame, launched: pl.DataFrame, executions: pl.DataFrame, device: str, device_ns: int) -> pl.DataFrame:
-    """Every finding for one trace: hotspots first, then fusable small-execution runs, then scalar host→device copies.
+def findings(table: pl.DataFrame, launched: pl.DataFrame, executions: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
+    """Every finding for one trace (or per key of the `by` columns: traces stacked): hotspots first, then fusable small-execution runs, then scalar host→device copies.
 
-    `table` is the op table by name, `launched` every attributed device activity (idx, name, ts,
-    dur, bytes, op, op_idx), `executions` the hardware executions with their track.
+    `table` is the op table by name with each row's `device` and `device_ns` (see hotspots),
+    `launched` every attributed device activity (idx, name, ts, dur, bytes, op, op_idx),
+    `executions` the hardware executions with their track.
     """
-    return pl.concat([hotspots(table, launched, device, device_ns), small_runs(executions), scalar_copies(launched)])
+    return pl.concat([hotspots(table, launched, by=by), small_runs(executions, by=by), scalar_copies(launched, by)])

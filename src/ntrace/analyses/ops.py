@@ -93,8 +93,15 @@ KERNEL_SCHEMA = pl.Schema(
 
 def device_name(categories: pl.DataFrame) -> str:
     """The device the table's device columns are named for (from the (lane, category) frame): NEURON, MTIA, XPU, CUDA (also ROCm), or "none" for CPU-only traces."""
-    cats = set(categories["category"].str.to_lowercase().to_list())
-    return next((name for name, marks in _DEVICE_CATEGORIES if cats.intersection(marks)), "none")
+    return str(device_names(categories).item())
+
+
+def device_names(categories: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
+    """device_name of the (lane, category) frame, as a one-row frame, or per key of its `by` columns (traces stacked): (by, device)."""
+    lower = pl.col("category").str.to_lowercase()
+    found = [pl.when(lower.is_in(marks).any()).then(pl.lit(name)) for name, marks in _DEVICE_CATEGORIES]
+    device = pl.coalesce(*found, pl.lit("none")).alias("device")
+    return categories.group_by(by, maintain_order=True).agg(device) if by else categories.select(device)
 
 
 def op_name() -> pl.Expr:
@@ -116,16 +123,16 @@ def launching_ops(nest: pl.DataFrame, calls: pl.DataFrame) -> pl.Series:
     return lookup(ops["idx"], innermost_open(ops, calls.select("pid", "tid", t="ts"))).alias("op_idx")
 
 
-def attribution(activities: pl.DataFrame, links: pl.DataFrame, nest: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
-    """One row per device activity (idx, dur): (idx, dur, call_idx, op_idx), its runtime call (links) and launching op (null when none launched it)."""
-    linked = activities.select("idx", "dur").join(links.select(idx="exec_idx", call_idx="call_idx"), on="idx", how="left", maintain_order="left")
+def attribution(activities: pl.DataFrame, links: pl.DataFrame, nest: pl.DataFrame, calls: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
+    """One row per device activity (idx, dur and the `by` columns): (by, idx, dur, call_idx, op_idx), its runtime call (links) and launching op (null when none launched it)."""
+    linked = activities.select(*by, "idx", "dur").join(links.select(idx="exec_idx", call_idx="call_idx"), on="idx", how="left", maintain_order="left")
     callers = calls.join(linked.select(idx="call_idx").unique(), on="idx", how="semi")
     by_call = callers.select("idx").with_columns(op_idx=launching_ops(nest, callers))
-    return linked.join(by_call.rename({"idx": "call_idx"}), on="call_idx", how="left", maintain_order="left").select("idx", "dur", "call_idx", "op_idx")
+    return linked.join(by_call.rename({"idx": "call_idx"}), on="call_idx", how="left", maintain_order="left").select(*by, "idx", "dur", "call_idx", "op_idx")
 
 
-def op_rows(nest: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
-    """Per event of the tree `nest` still counted after folding: key, user_annotation, input_dims, dur, self_cpu, self_device, device_total (ns)."""
+def op_rows(nest: pl.DataFrame, attributed: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
+    """Per event of the tree `nest` still counted after folding: its `by` columns, key, user_annotation, input_dims, dur, self_cpu, self_device, device_total (ns)."""
     n = nest.height
     own = attributed.drop_nulls("op_idx").group_by("op_idx").agg(pl.col("dur").sum())
     rows_of = nest.select("idx").with_row_index("pos").join(own.rename({"op_idx": "idx"}), on="idx")
@@ -137,7 +144,7 @@ def op_rows(nest: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
     # self CPU: duration less the durations of the children counted (those of a folded child pass to its keeper)
     counted = pl.DataFrame({"keeper": keeper, "dur": nest["dur"]}).filter(~folded).drop_nulls("keeper").group_by("keeper").agg(pl.col("dur").sum())
     self_cpu = nest["dur"] - pl.zeros(n, dtype=pl.Int64, eager=True).scatter(counted["keeper"], counted["dur"])
-    return nest.select("key", "user_annotation", "input_dims", "dur").with_columns(
+    return nest.select(*by, "key", "user_annotation", "input_dims", "dur").with_columns(
         self_cpu=self_cpu, self_device=own_kept, device_total=subtree_sums(nest, own_kept), kept=~folded
     ).filter(pl.col("kept")).drop("kept")
 
@@ -152,10 +159,14 @@ def folding(nest: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
     return folded, climb(parent, ~folded)
 
 
-def op_groups(counted: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
-    """Every view of the op table sums these rows: per (name, user_annotation, input_dims) of op_rows' `counted` rows, calls, self_cpu, cpu_total, self_device, device_total (ns), plus the unlinked device time row."""
+def op_groups(counted: pl.DataFrame, attributed: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
+    """Every view of the op table sums these rows: per (name, user_annotation, input_dims) of op_rows' `counted` rows, calls, self_cpu, cpu_total, self_device, device_total (ns), plus the unlinked device time row.
+
+    Rows are keyed by the `by` columns of both frames too (traces stacked): each key gets its own unlinked row.
+    """
+    schema = pl.Schema({**{k: pl.Int64() for k in by}, **GROUP_SCHEMA})
     rows = (
-        counted.group_by(name="key", user_annotation="user_annotation", input_dims="input_dims")
+        counted.group_by(*by, name="key", user_annotation="user_annotation", input_dims="input_dims")
         .agg(
             calls=pl.len().cast(pl.Int64),
             self_cpu=pl.col("self_cpu").sum(),
@@ -163,14 +174,16 @@ def op_groups(counted: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
             self_device=pl.col("self_device").sum(),
             device_total=pl.col("device_total").sum(),
         )
-        .cast(GROUP_SCHEMA)
+        .cast(schema)
     )
     unlinked = attributed.filter(pl.col("op_idx").is_null())
     if unlinked.height:
-        total = int(unlinked["dur"].sum())
-        extra = {"name": [UNLINKED], "user_annotation": [False], "input_dims": [None], "calls": [unlinked.height], "self_cpu": [0], "cpu_total": [0], "self_device": [total], "device_total": [total]}
-        rows = pl.concat([rows, pl.DataFrame(extra, schema=GROUP_SCHEMA)])
-    return rows.sort(_KEYS, nulls_last=False)
+        extra = unlinked.group_by(by or pl.lit(0).alias("_one")).agg(calls=pl.len().cast(pl.Int64), self_device=pl.col("dur").sum()).select(
+            *by, name=pl.lit(UNLINKED), user_annotation=pl.lit(False), input_dims=pl.lit(None, pl.String), calls="calls",
+            self_cpu=pl.lit(0, pl.Int64), cpu_total=pl.lit(0, pl.Int64), self_device="self_device", device_total="self_device",
+        )  # fmt: skip
+        rows = pl.concat([rows, extra.cast(schema)])
+    return rows.sort([*by, *_KEYS], nulls_last=False)
 
 
 def op_table(groups: pl.DataFrame, self_cpu_ns: int, device_ns: int, view: OpView = OpView()) -> pl.DataFrame:
@@ -210,13 +223,13 @@ def op_tables(groups: pl.LazyFrame, view: OpView = OpView(), by: tuple[str, ...]
     return table.filter(pl.int_range(pl.len()).over(by) < view.top) if by else table.head(view.top)
 
 
-def _pct(ns: pl.Expr, total: pl.Expr) -> pl.Expr:
-    """`ns` as a percent (0–100) of `total`; 0 where the total is 0.
+def _pct(ns: pl.Expr, total: pl.Expr, whole: float = 100.0) -> pl.Expr:
+    """`ns` as a part of `total` (of `whole`: 100 for a percent); 0 where the total is 0.
 
-    Times the total's reciprocal: the percents published before were divided by a number, which
+    Times the total's reciprocal: the parts published before were divided by a number, which
     Polars does that way (at times one bit apart from a division), and they stay the same.
     """
-    return pl.when(total != 0).then(ns * 100.0 * (1.0 / total)).otherwise(pl.lit(0.0))
+    return pl.when(total != 0).then(ns * whole * (1.0 / total)).otherwise(pl.lit(0.0))
 
 
 def self_cpu_total(nest: pl.DataFrame) -> int:
@@ -224,19 +237,24 @@ def self_cpu_total(nest: pl.DataFrame) -> int:
     return int(nest.select(pl.col("dur").filter(pl.col("parent").is_null()).sum()).item())
 
 
-def kernels(activities: pl.DataFrame, device_ns: int) -> pl.DataFrame:
-    """The rows torch prints for device activities (idx, name, tid, dur): per name, calls, total, mean, min, max (ns), share of the device time total and the streams (tids) it ran on."""
+def kernels(activities: pl.DataFrame, device_ns: int | str, by: tuple[str, ...] = ()) -> pl.DataFrame:
+    """The rows torch prints for device activities (idx, name, tid, dur): per name, calls, total, mean, min, max (ns), share of the device time total and the streams (tids) it ran on.
+
+    `device_ns` is the total, or the column of `activities` holding it per key of the `by` columns, whose rows are then keyed by them too (traces stacked).
+    """
+    total = pl.col("device_ns").first() if isinstance(device_ns, str) else pl.lit(device_ns, pl.Int64)
     return (
-        activities.group_by(name=pl.col("name").fill_null(""))
+        activities.group_by(*by, name=pl.col("name").fill_null(""))
         .agg(
             calls=pl.len().cast(pl.Int64),
             total=pl.col("dur").sum(),
             min=pl.col("dur").min(),
             max=pl.col("dur").max(),
             streams=pl.col("tid").fill_null("?").unique().sort(),
+            device_ns=total,
         )
-        .with_columns(mean=pl.col("total") // pl.col("calls"), share=pl.col("total") / device_ns if device_ns else pl.lit(0.0))
-        .select(list(KERNEL_SCHEMA))
-        .cast(KERNEL_SCHEMA)
-        .sort(["total", "name"], descending=[True, False])
+        .with_columns(mean=pl.col("total") // pl.col("calls"), share=_pct(pl.col("total"), pl.col("device_ns"), 1.0))
+        .select(*by, *KERNEL_SCHEMA)
+        .cast(dict(KERNEL_SCHEMA))  # type: ignore[arg-type]
+        .sort([*by, "total", "name"], descending=[*[False] * len(by), True, False])
     )

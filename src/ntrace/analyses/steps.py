@@ -30,16 +30,16 @@ def is_step() -> pl.Expr:
     return matches("name", STEP_NAME).fill_null(False)
 
 
-def step_windows(annotations: pl.DataFrame) -> pl.DataFrame:
-    """The host-side ProfilerStep#N events (idx, name, ts, end, dur) as windows: (step, name, start, end, dur), the first per N in file order, sorted by start then file order."""
+def step_windows(annotations: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
+    """The host-side ProfilerStep#N events (idx, name, ts, end, dur) as windows: (step, name, start, end, dur), the first per N (per `by` key) in file order, sorted by start then file order."""
     return (
         annotations.filter(is_step())
         .sort("idx")
         .with_columns(step=pl.col("name").cast(pl.String).str.extract(STEP_NAME).cast(pl.Int64))
-        .unique("step", keep="first", maintain_order=True)
+        .unique([*by, "step"], keep="first", maintain_order=True)
         .sort("ts", "idx")
-        .select("step", "name", start="ts", end="end", dur="dur")
-        .cast(WINDOW_SCHEMA)
+        .select(*by, "step", "name", start="ts", end="end", dur="dur")
+        .cast(dict(WINDOW_SCHEMA))  # type: ignore[arg-type]
     )
 
 
@@ -88,20 +88,22 @@ def launch_step(windows: pl.DataFrame, instants: pl.Series) -> pl.Series:
         cand = cand.zip_with(~closed, lookup(previous, cand))
 
 
-def device_work(windows: pl.DataFrame, work: pl.DataFrame) -> tuple[pl.DataFrame, tuple[int, int]]:
-    """Per (step, device): events, busy, idle, span of the device activities (device, ts, end, dur, call_ts) each step launched; and the (count, ns) of those in no step."""
+def device_work(windows: pl.DataFrame, work: pl.DataFrame, by: tuple[str, ...] = ()) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per (step, device): events, busy, idle, span of the device activities (device, ts, end, dur, call_ts) each step launched, with the windows' `by` columns; and the activities launched in no step."""
     step = launch_step(windows, work["call_ts"])
     placed = work.with_columns(_w=step)
     outside = placed.filter(pl.col("_w").is_null())
     inside = placed.filter(pl.col("_w").is_not_null())
+    schema = pl.Schema({**{k: pl.Int64() for k in by}, **DEVICE_SCHEMA})
     if inside.is_empty():
-        return pl.DataFrame(schema=DEVICE_SCHEMA), (outside.height, int(outside["dur"].sum()))
+        return pl.DataFrame(schema=schema), outside
     devices = inside["device"].unique().sort()
     code = pl.col("device").cast(pl.Enum(devices)).to_physical().cast(pl.Int64)
     keyed = reaching(inside.select(_g=pl.col("_w") * devices.len() + code, ts="ts", end="end"), "_g")
     per = group_busy(keyed, "_g").select(
+        *(pl.lit(windows[k]).gather(pl.col("_g") // devices.len()).alias(k) for k in by),
         step=pl.lit(windows["step"]).gather(pl.col("_g") // devices.len()),
         device=pl.lit(devices).gather(pl.col("_g") % devices.len()),
         events=pl.col("events").cast(pl.Int64), busy="busy", idle="idle", span="span",
     )  # fmt: skip
-    return per.cast(DEVICE_SCHEMA).sort("step", "device"), (outside.height, int(outside["dur"].sum()))
+    return per.cast(schema).sort("step", "device"), outside

@@ -40,10 +40,11 @@ def _text_code(name: str) -> pl.Expr:
     return pl.col(name).fill_null("?").cast(pl.Categorical).to_physical()
 
 
-def spans(events: pl.DataFrame, keep: pl.Series) -> tuple[pl.DataFrame, pl.Series]:
-    """The events where `keep` holds as (lane, track, ts, end), track an integer code; and the track names by code.
+def spans(events: pl.DataFrame, keep: pl.Series, by: tuple[str, ...] = ()) -> tuple[pl.DataFrame, pl.Series]:
+    """The events where `keep` holds as (lane, track, ts, end) and their `by` columns, track an integer code; and the track names by code.
 
-    Codes follow the names' lexical order, so sorting on codes sorts on names. No text is made per
+    Codes follow the names' lexical order (within each key of the `by` columns, which make tracks of
+    their own: many traces stacked), so sorting on codes sorts on names. No text is made per
     event: each event gets a small integer key of what its track name is made of (pid and tid as
     category codes, the stream), the name is written once per distinct key (by `track()` on one
     event of each), and the keys are joined to the codes.
@@ -51,8 +52,9 @@ def spans(events: pl.DataFrame, keep: pl.Series) -> tuple[pl.DataFrame, pl.Serie
     hardware, device_side = (pl.col("lane") == "hardware").fill_null(False), (pl.col("side") == "device").fill_null(False)
     stream = (pl.col("lane") == "device").fill_null(False) & pl.col("stream").is_not_null()
     kind = pl.when(hardware).then(0).when(device_side).then(1).when(stream).then(2).otherwise(3).cast(pl.UInt8)
-    parts = ["kind", "pid", "tid", "stream"]
+    parts = [*by, "kind", "pid", "tid", "stream"]
     keys = events.lazy().filter(keep).select(
+        *by,
         kind.alias("kind"),
         pid=pl.when(~stream | hardware | device_side).then(_text_code("pid")),  # every track but a stream's names its pid
         tid=pl.when(~hardware & (device_side | ~stream)).then(_text_code("tid")),  # device streams and threads name their tid
@@ -61,10 +63,10 @@ def spans(events: pl.DataFrame, keep: pl.Series) -> tuple[pl.DataFrame, pl.Serie
     first = keys.with_row_index("row").unique(parts, keep="first")
     rows = lookup(keep.arg_true(), first["row"])
     first = first.with_columns(name=events[rows].select(track()).to_series())
-    names = first["name"].unique().sort()
-    first = first.select(*parts, track=pl.col("name").cast(pl.Enum(names)).to_physical())
+    named = first.select(*by, "name").unique().sort([*by, "name"]).with_row_index("track").with_columns(pl.col("track").cast(pl.UInt32))
+    first = first.join(named, on=[*by, "name"]).select(*parts, "track")
     codes = keys.join(first, on=parts, how="left", nulls_equal=True, maintain_order="left")["track"]
-    return events.select("lane", "ts", "end").filter(keep).with_columns(track=codes).select("lane", "track", "ts", "end"), names
+    return events.select(*by, "lane", "ts", "end").filter(keep).with_columns(track=codes).select(*by, "lane", "track", "ts", "end"), named["name"]
 
 
 def window(spans: pl.DataFrame) -> tuple[int, int]:
@@ -80,31 +82,42 @@ def _lane_name(code: pl.Expr) -> pl.Expr:
     return code.replace_strict(list(range(len(LANES))), list(LANES), return_dtype=pl.String)
 
 
-def lane_totals(spans: pl.DataFrame, window_ns: int) -> pl.DataFrame:
-    """One row per lane (all five, empty ones included) of the `spans` frame: events, total, busy, share of the window (busy / window)."""
-    ordered = reaching(spans.select(_g=pl.col("lane").to_physical().cast(pl.Int64), ts="ts", end="end"), "_g")
-    per_lane = group_busy(ordered, "_g").select(lane=_lane_name(pl.col("_g")), events="events", total="total", busy="busy")
-    base = pl.DataFrame({"lane": list(LANES)})
+def lane_totals(spans: pl.DataFrame, windows: pl.DataFrame, key: str | None = None) -> pl.DataFrame:
+    """One row per lane (all five, empty ones included) of the `spans` frame: events, total, busy, share of the window (busy / window).
+
+    `windows` holds the window's length (`window_ns`): one row, or one per value of the integer
+    column `key` of both frames (many traces stacked), whose rows then come per key.
+    """
+    n = len(LANES)
+    code = pl.col("lane").to_physical().cast(pl.Int64)
+    keys = [key] if key else []
+    ordered = reaching(spans.select(_g=code if key is None else pl.col(key).cast(pl.Int64) * n + code, ts="ts", end="end"), "_g")
+    per_lane = group_busy(ordered, "_g").select(
+        *((pl.col("_g") // n).alias(k) for k in keys), lane=_lane_name(pl.col("_g") % n), events="events", total="total", busy="busy"
+    )
+    base = windows.join(pl.DataFrame({"lane": list(LANES)}), how="cross", maintain_order="left_right")
+    window = pl.col("window_ns")
     return (
-        base.join(per_lane, on="lane", how="left")
+        base.join(per_lane, on=[*keys, "lane"], how="left", maintain_order="left")
         .with_columns(
             pl.col("events").fill_null(0).cast(pl.Int64),
             pl.col("total").fill_null(0),
             pl.col("busy").fill_null(0),
         )
-        .with_columns(share=pl.col("busy") / window_ns if window_ns else pl.lit(0.0))
+        .with_columns(share=pl.when(window != 0).then(pl.col("busy") * (1.0 / window)).otherwise(pl.lit(0.0)))  # as Polars divides by a number
+        .drop("window_ns")
     )
 
 
-def lane_categories(complete: pl.LazyFrame) -> pl.LazyFrame:
-    """Events and summed duration per (lane, category), so a reader sees what each lane is made of: a query on the complete events' lane, cat and dur."""
+def lane_categories(complete: pl.LazyFrame, by: tuple[str, ...] = ()) -> pl.LazyFrame:
+    """Events and summed duration per (lane, category), so a reader sees what each lane is made of: a query on the complete events' lane, cat and dur (and the `by` columns, which key rows of their own)."""
     return (
-        complete.group_by("lane", "cat")  # grouped on the lane's code and the text as written, named after
+        complete.group_by(*by, "lane", "cat")  # grouped on the lane's code and the text as written, named after
         .agg(events=pl.len().cast(pl.Int64), total=pl.col("dur").sum())
-        .group_by("lane", category=pl.col("cat").fill_null(""))  # a missing category counts as "" (few rows)
+        .group_by(*by, "lane", category=pl.col("cat").fill_null(""))  # a missing category counts as "" (few rows)
         .agg(pl.col("events").sum(), pl.col("total").sum())
         .with_columns(pl.col("lane").cast(pl.String))
-        .sort(["lane", "events", "category"], descending=[False, True, False])  # category breaks ties: same input, same order
+        .sort([*by, "lane", "events", "category"], descending=[*[False] * len(by), False, True, False])  # category breaks ties: same input, same order
     )
 
 

@@ -25,7 +25,7 @@ from ntrace.io.remote import LocalCopies, is_url, local_copies
 from ntrace.io.kineto import in_worker
 from ntrace.io.progress import report
 from ntrace.neuron.artifacts import Session, artifact_warnings, find_sessions, session_dir
-from ntrace.profile import Profile
+from ntrace.profile import Profile, summaries
 from ntrace.summary import RankSummary, Summary
 from ntrace.trace import Trace
 from ntrace.units import plural
@@ -38,6 +38,9 @@ T = TypeVar("T")
 
 #: Worker processes: a count, or "auto" (see workers_for).
 Jobs = int | Literal["auto"]
+
+#: Most traces summarized as one chunk (a worker's, or in-process): small ones are stacked within it (ntrace.profile.summaries).
+STACKED_CHUNK = 256
 
 #: `jobs="auto"` starts workers only for at least this many traces: a worker's start-up (imports) costs about as much as analyzing ten small traces.
 AUTO_MIN_TRACES = 16
@@ -178,6 +181,46 @@ def _summarize_or_error(
         return exc
 
 
+def _summarize_many(
+    paths: Sequence[Path], fast: Sequence[bool], lanes: Sequence[Mapping[str, str] | None], max_events: Sequence[int | None], recompute: Sequence[bool],
+    timeline: Sequence[bool], part: Sequence[Part | None],
+) -> list[Summary | NtraceError]:  # fmt: skip
+    """_summarize_or_error over many traces (one column per argument), the small ones summarized stacked (ntrace.profile.summaries): a worker's chunk costs a few hundred queries, not a few hundred per trace."""
+    results: list[Summary | NtraceError | None] = [None] * len(paths)
+    pending: list[tuple[int, Trace, Path | None]] = []
+    for i, args in enumerate(zip(paths, fast, lanes, max_events, recompute, timeline, part)):
+        path, fast_, lanes_, max_, recompute_, timeline_, part_ = args
+        kept, _ = _entries(path, fast_, _memoized(lanes_, max_, part_), False)
+        try:
+            if timeline_:  # what the timeline draws is a Profile's own
+                results[i] = summarize(*args)
+            elif not (recompute_ or lanes_ or part_) and (known := recalled(path, kept)) is not None:
+                results[i] = known
+            else:
+                pending.append((i, load(path, fast=fast_, lanes=lanes_, max_events=max_, recompute=True, part=part_).trace, kept))
+        except NtraceError as exc:
+            results[i] = exc
+    for (i, _, kept), summary in zip(pending, _stacked_or_alone([trace for _, trace, _ in pending])):
+        if isinstance(summary, Summary):
+            memo.remember(kept, summary)
+        results[i] = summary
+    return [r for r in results if r is not None]
+
+
+def _stacked_or_alone(traces: list[Trace]) -> list[Summary | NtraceError]:
+    """The traces' summaries, computed stacked; each alone, its error kept, when the stack stops on one."""
+    try:
+        return list(summaries(traces))
+    except NtraceError:
+        out: list[Summary | NtraceError] = []
+        for trace in traces:
+            try:
+                out.append(Profile(trace).summary())
+            except NtraceError as exc:
+                out.append(exc)
+        return out
+
+
 def _summarize_rank_or_error(path: Path, fast: bool) -> RankSummary | NtraceError:
     """summarize_rank, returning the error instead of raising."""
     try:
@@ -205,7 +248,7 @@ def summarize_all(
         return _remembered(path, *_entries(path, fast, _memoized(lanes, max_events, part), timeline), timeline)
 
     reads = None if recompute or lanes or part else known
-    return _each(_summarize_or_error, (traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n, [part] * n), jobs, executor, reads)
+    return _each(_summarize_many, (traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n, [part] * n), jobs, executor, reads, chunked=True)
 
 
 def summarize_ranks(traces: Sequence[Path], *, jobs: Jobs = 1, executor: Executor | None = None, fast: bool = True) -> list[RankSummary | NtraceError]:
@@ -221,24 +264,43 @@ def _recalled_rank(path: Path, fast: bool, entry: Path | None) -> RankSummary | 
     return kept if isinstance(kept, RankSummary) else None
 
 
-def _each(fn: Callable[..., T], args: tuple[Sequence[Any], ...], jobs: Jobs, executor: Executor | None, known: Callable[[Path], T | None] | None = None) -> list[T]:
+def _each(
+    fn: Callable[..., Any], args: tuple[Sequence[Any], ...], jobs: Jobs, executor: Executor | None, known: Callable[[Path], T | None] | None = None, chunked: bool = False
+) -> list[T]:  # fmt: skip
     """`fn` over the zipped `args` columns (the first: the trace paths), in order: on `executor` when given, else in the spawned worker processes workers_for gives (none when 1).
 
-    Before starting workers, `known` gives what was computed earlier (stored or memo summaries),
-    read here at a fraction of a worker's start-up; only the other traces go to the workers.
+    `chunked`: `fn` takes a chunk of traces (a list per column) and returns their results, and is
+    handed chunks. Before starting workers, `known` gives what was computed earlier (stored or memo
+    summaries), read here at a fraction of a worker's start-up; only the other traces go to the workers.
     """
     n = len(args[0])
-    if executor is not None:
-        return counted(executor.map(fn, *args), n)
-    if known is not None and workers_for(jobs, args[0]) > 1:
+    if known is not None and executor is None and workers_for(jobs, args[0]) > 1:
         found = counted((_known_or_none(known, p) for p in args[0]), n, "reading stored summaries")
         todo = [i for i, result in enumerate(found) if result is None]
-        rest = iter(_each(fn, tuple([column[i] for i in todo] for column in args), jobs, None))
+        rest: Iterator[T] = iter(_each(fn, tuple([column[i] for i in todo] for column in args), jobs, None, chunked=chunked))
         return [next(rest) if result is None else result for result in found]
-    if (workers := workers_for(jobs, args[0])) > 1:
+    workers = workers_for(jobs, args[0]) if executor is None else 4
+    if not chunked:
+        if executor is not None:
+            return counted(executor.map(fn, *args), n)
+        if workers > 1:
+            with worker_pool(workers) as pool:
+                return counted(pool.map(fn, *args, chunksize=chunk_size(n, workers)), n)
+        return counted((fn(*a) for a in zip(*args)), n)
+    size = chunk_size(n, workers, STACKED_CHUNK) if executor is not None or workers > 1 else STACKED_CHUNK
+    chunks = [tuple(column[i : i + size] for column in args) for i in range(0, n, size)]
+    if executor is not None:
+        return counted(_flat(executor.map(fn, *zip(*chunks))), n)
+    if workers > 1:
         with worker_pool(workers) as pool:
-            return counted(pool.map(fn, *args, chunksize=chunk_size(n, workers)), n)
-    return counted((fn(*a) for a in zip(*args)), n)
+            return counted(_flat(pool.map(fn, *zip(*chunks))), n)
+    return counted(_flat(fn(*chunk) for chunk in chunks), n)
+
+
+def _flat(chunks: Iterable[list[T]]) -> Iterator[T]:
+    """The results of each chunk in turn, as they arrive."""
+    for chunk in chunks:
+        yield from chunk
 
 
 def _known_or_none(known: Callable[[Path], T | None], path: Path) -> T | None:
@@ -295,9 +357,9 @@ def worker_pool(workers: int) -> Iterator[Executor]:
             os.environ.pop("POLARS_MAX_THREADS", None)
 
 
-def chunk_size(n: int, workers: int) -> int:
-    """Traces sent to a worker at a time: a few chunks per worker, so thousands of tiny traces cost few round trips yet the workers stay evenly loaded."""
-    return max(1, min(64, n // (workers * 4)))
+def chunk_size(n: int, workers: int, most: int = 64) -> int:
+    """Traces sent to a worker at a time (at most `most`): a few chunks per worker, so thousands of tiny traces cost few round trips yet the workers stay evenly loaded."""
+    return max(1, min(most, n // (workers * 4)))
 
 
 def counted(results: Iterable[T], n: int, stage: str = "analyzing traces") -> list[T]:

@@ -1,0 +1,127 @@
+"""Small traces summarized stacked (profile.Stacked, profile.summaries) give each trace the very Summary Profile computes for it alone: real traces, hand-made edge cases and generated ones."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal, assert_series_equal
+
+from analyses.test_properties import SETTINGS, traces
+from helpers import shared_trace_files, write_trace, x
+from ntrace.io import read_trace
+from ntrace.profile import STACK_MAX_EVENTS, Profile, Stacked, summaries
+from ntrace.summary import Summary
+from ntrace.trace import Trace
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = sorted((REPO / "fixtures" / "rmsnorm").glob("*/*/*/trace.json"))
+
+
+def assert_same(got: Summary, want: Summary) -> None:
+    """Every field of two summaries equal: frames and columns exactly (dtypes, order, values), the rest by ==."""
+    for f in fields(Summary):
+        a, b = getattr(got, f.name), getattr(want, f.name)
+        if isinstance(b, pl.DataFrame):
+            assert isinstance(a, pl.DataFrame), f.name
+            assert_frame_equal(a, b, check_exact=True), f.name
+        elif isinstance(b, pl.Series):
+            assert_series_equal(a, b, check_exact=True)
+        elif f.compare:
+            assert a == b, (f.name, a, b)
+
+
+def check(traces_: list[Trace]) -> Stacked:
+    """Stack the traces, compare every Summary with the trace's own, and return the stack."""
+    stack = Stacked(traces_)
+    for got, trace in zip(stack.summaries(), traces_):
+        assert_same(got, Profile(trace).summary())
+    return stack
+
+
+def _edge_traces(tmp: Path) -> list[Trace]:
+    """Hand-made traces on the edges the stack must keep apart: steps that overlap, partial overlaps (negative self CPU), flows only, no complete event, a CUDA launch, a lone kernel."""
+    cases: dict[str, list[dict[str, Any]]] = {
+        "overlapping_steps": [x("ProfilerStep#1", "user_annotation", 0, 10), x("ProfilerStep#2", "user_annotation", 5, 10), x("aten::mm", "cpu_op", 6, 2)],
+        "negative_self": [x("outer", "cpu_op", 0, 10), x("a", "cpu_op", 1, 6), x("b", "cpu_op", 4, 8)],
+        "launch": [
+            x("ProfilerStep#7", "user_annotation", 0, 20), x("aten::mm", "cpu_op", 1, 10), x("cudaLaunchKernel", "cuda_runtime", 2, 3, correlation=1),
+            x("gemm", "kernel", 30, 5, pid=0, tid=7, correlation=1), x("gemm", "kernel", 40, 5, pid=0, tid=7, correlation=1),
+        ],
+        "lone_kernel": [x("gemm", "kernel", 3, 5, pid=0, tid=7, correlation=1)],
+        "flows": [
+            x("cudaLaunchKernel", "cuda_runtime", 2, 3, tid=2), x("k", "kernel", 9, 1, pid=0, tid=7),
+            {"ph": "s", "id": 1, "cat": "ac2g", "name": "ac2g", "pid": 1, "tid": 2, "ts": 2},
+            {"ph": "f", "id": 1, "cat": "ac2g", "name": "ac2g", "pid": 0, "tid": 7, "ts": 9, "bp": "e"},
+        ],
+        "instants_only": [{"ph": "i", "name": "mark", "pid": 1, "tid": 1, "ts": 5, "s": "t"}],
+    }  # fmt: skip
+    return [read_trace(write_trace(tmp / f"{name}.json", events)) for name, events in cases.items()]
+
+
+def _counted_stacks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of every stack made from now on, in order."""
+    sizes: list[int] = []
+    init = Stacked.__init__
+
+    def counted(self: Stacked, traces_: list[Trace]) -> None:
+        sizes.append(len(traces_))
+        init(self, traces_)
+
+    monkeypatch.setattr(Stacked, "__init__", counted)
+    return sizes
+
+
+def test_real_traces_stacked_are_each_their_own() -> None:
+    traces_ = [read_trace(p) for p in [*shared_trace_files(), *FIXTURES]]
+    stack = check(traces_)
+    # the Neuron fixtures (NEFF executions) and the NCCL trace (collectives) are summarized alone; every other one stacked
+    alone = {traces_[k].path.name for k in stack.alone}
+    assert alone and all(traces_[k].events["model"].null_count() < traces_[k].events.height or "nccl" in traces_[k].path.name for k in stack.alone), alone
+    assert len(stack.alone) < len(traces_) - 5
+
+
+def test_edge_traces_stacked_and_in_any_order(tmp_path: Path) -> None:
+    edges = _edge_traces(tmp_path)
+    assert not check(edges).alone
+    check(edges[::-1])
+    check([*edges, *edges])  # the same trace twice: the same times, ids and names in two traces
+
+
+def test_summaries_stack_the_small_and_keep_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    edges = _edge_traces(tmp_path)
+    real = [read_trace(p) for p in shared_trace_files()[:3]]
+    mixed = [real[0], *edges[:3], real[1], *edges[3:], real[2]]
+    monkeypatch.setattr("ntrace.profile.STACK_EVENTS", 12)  # several stacks
+    stacked = _counted_stacks(monkeypatch)
+    for got, trace in zip(summaries(mixed), mixed):
+        assert_same(got, Profile(trace).summary())
+    small = [t for t in mixed if 0 < t.events.height <= STACK_MAX_EVENTS]
+    assert len(stacked) > 1 and sum(stacked) == len(small) > len(edges)  # every small trace in a stack, some real ones among them
+
+
+@SETTINGS
+@given(st.lists(traces(), min_size=1, max_size=5))
+def test_generated_traces_stacked_are_each_their_own(drawn: list[list[dict[str, Any]]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        check([read_trace(write_trace(Path(tmp) / f"t{k}.json", events)) for k, events in enumerate(drawn)])
+
+
+def test_a_directory_is_summarized_stacked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ntrace.workflows.analyze import analyze
+
+    edges = _edge_traces(tmp_path)
+    stacks = _counted_stacks(monkeypatch)
+    monkeypatch.setenv("NTRACE_CACHE", "0")
+    result = analyze(tmp_path, jobs=1, recompute=True)
+    assert stacks == [len(edges)]  # one stack of them all
+    by_path = {s.path: s for s in result.summaries}
+    assert len(by_path) == len(edges)
+    for trace in edges:
+        assert_same(by_path[trace.path], Profile(trace).summary())
