@@ -16,7 +16,7 @@ from polars.testing import assert_frame_equal, assert_series_equal
 from analyses.test_properties import SETTINGS, traces
 from helpers import shared_trace_files, write_trace, x
 from ntrace.io import read_trace
-from ntrace.profile import STACK_MAX_EVENTS, Profile, Stacked, summaries
+from ntrace.profile import STACK_MAX_EVENTS, Profile, Stacked, rank_summaries, summaries
 from ntrace.summary import Summary
 from ntrace.trace import Trace
 
@@ -125,3 +125,13 @@ def test_a_directory_is_summarized_stacked(tmp_path: Path, monkeypatch: pytest.M
     assert len(by_path) == len(edges)
     for trace in edges:
         assert_same(by_path[trace.path], Profile(trace).summary())
+
+
+def test_rank_summaries_stacked_are_each_traces_own(tmp_path: Path) -> None:
+    traces_ = [*_edge_traces(tmp_path), *(read_trace(p) for p in shared_trace_files())]
+    assert any(0 < t.events.height <= STACK_MAX_EVENTS for t in traces_[6:])  # real traces among the stacked
+    for got, trace in zip(rank_summaries(traces_), traces_):
+        want = Profile(trace).rank_summary()
+        assert (got.path, got.meta, got.warnings, got.figures, got.source) == (want.path, want.meta, want.warnings, want.figures, want.source)
+        assert_frame_equal(got.steps, want.steps, check_exact=True)
+        assert_frame_equal(got.collectives, want.collectives, check_exact=True)

@@ -510,6 +510,13 @@ def summaries(traces: Sequence[Trace]) -> list[Summary]:
     return [out[k] if k in out else Profile(t).summary() for k, t in enumerate(traces)]
 
 
+def rank_summaries(traces: Sequence[Trace]) -> list[RankSummary]:
+    """Each trace's RankSummary: of its Summary computed stacked where it is small (see summaries), else computing only what ranks reads (Profile.rank_summary)."""
+    small = [k for k, t in enumerate(traces) if 0 < t.events.height <= STACK_MAX_EVENTS]
+    stacked = dict(zip(small, summaries([traces[k] for k in small])))
+    return [rank_summary(stacked[k]) if k in stacked else Profile(t).rank_summary() for k, t in enumerate(traces)]
+
+
 class Stacked:
     """Small traces analyzed at once: their events in one frame keyed by `trace`, moved apart in time and in event index.
 

@@ -25,7 +25,7 @@ from ntrace.io.remote import LocalCopies, is_url, local_copies
 from ntrace.io.kineto import in_worker
 from ntrace.io.progress import report
 from ntrace.neuron.artifacts import Session, artifact_warnings, find_sessions, session_dir
-from ntrace.profile import Profile, summaries
+from ntrace.profile import Profile, rank_summaries, summaries
 from ntrace.summary import RankSummary, Summary
 from ntrace.trace import Trace
 from ntrace.units import plural
@@ -221,10 +221,35 @@ def _stacked_or_alone(traces: list[Trace]) -> list[Summary | NtraceError]:
         return out
 
 
-def _summarize_rank_or_error(path: Path, fast: bool) -> RankSummary | NtraceError:
-    """summarize_rank, returning the error instead of raising."""
+def _summarize_ranks_many(paths: Sequence[Path], fast: Sequence[bool]) -> list[RankSummary | NtraceError]:
+    """summarize_rank over many traces, returning each error instead of raising; the small ones summarized stacked (ntrace.profile.rank_summaries)."""
+    results: list[RankSummary | NtraceError | None] = [None] * len(paths)
+    pending: list[tuple[int, Trace, Path | None]] = []
+    for i, (path, fast_) in enumerate(zip(paths, fast)):
+        kept = memo.entry(path, "rank", fast_)  # taken before the trace is read (see memo.entry)
+        try:
+            if (known := _recalled_rank(path, fast_, kept)) is not None:
+                results[i] = known
+            else:
+                pending.append((i, read_trace(path, fast=fast_), kept))
+        except NtraceError as exc:
+            results[i] = exc
+    traces = [trace for _, trace, _ in pending]
     try:
-        return summarize_rank(path, fast)
+        computed: list[RankSummary | NtraceError] = list(rank_summaries(traces))
+    except NtraceError:  # each alone, its error kept
+        computed = [_rank_or_error(trace) for trace in traces]
+    for (i, _, kept), result in zip(pending, computed):
+        if isinstance(result, RankSummary):
+            memo.remember(kept, result)
+        results[i] = result
+    return [r for r in results if r is not None]
+
+
+def _rank_or_error(trace: Trace) -> RankSummary | NtraceError:
+    """The trace's RankSummary, or the error that stopped it."""
+    try:
+        return Profile(trace).rank_summary()
     except NtraceError as exc:
         return exc
 
@@ -253,7 +278,11 @@ def summarize_all(
 
 def summarize_ranks(traces: Sequence[Path], *, jobs: Jobs = 1, executor: Executor | None = None, fast: bool = True) -> list[RankSummary | NtraceError]:
     """Each trace's RankSummary (summarize_rank), or the error that stopped it, in order, run as summarize_all runs."""
-    return _each(_summarize_rank_or_error, (traces, [fast] * len(traces)), jobs, executor, lambda path: _recalled_rank(path, fast, memo.entry(path, "rank", fast)))
+
+    def known(path: Path) -> RankSummary | None:  # what summarize_rank would read instead of the trace
+        return _recalled_rank(path, fast, memo.entry(path, "rank", fast))
+
+    return _each(_summarize_ranks_many, (traces, [fast] * len(traces)), jobs, executor, known, chunked=True)
 
 
 def _recalled_rank(path: Path, fast: bool, entry: Path | None) -> RankSummary | None:
