@@ -113,14 +113,28 @@ def test_generated_traces_stacked_are_each_their_own(drawn: list[list[dict[str, 
         check([read_trace(write_trace(Path(tmp) / f"t{k}.json", events)) for k, events in enumerate(drawn)])
 
 
-def test_a_directory_is_summarized_stacked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ntrace.workflows.analyze import analyze
+@pytest.mark.parametrize("held", [100_000, 12])
+def test_a_directory_is_summarized_stacked(held: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ntrace.workflows.analyze import analyze, summarize_ranks
 
     edges = _edge_traces(tmp_path)
     stacks = _counted_stacks(monkeypatch)
     monkeypatch.setenv("NTRACE_CACHE", "0")
+    monkeypatch.setattr("ntrace.workflows.analyze.STACK_EVENTS", held)  # a stack is summarized once it holds this many events
     result = analyze(tmp_path, jobs=1, recompute=True)
-    assert stacks == [len(edges)]  # one stack of them all
+    sizes = [t.events.height for t in sorted(edges, key=lambda t: t.path)]
+    want, count, held_now = [], 0, 0  # the stacks a worker makes: cut once they hold `held` events
+    for size in sizes:
+        count, held_now = count + 1, held_now + size
+        if held_now >= held:
+            want, count, held_now = [*want, count], 0, 0
+    assert stacks == [*want, *([count] if count else [])]
+    assert (len(stacks) == 1) == (held > sum(sizes))  # one stack, or several when they hold more than `held`
+    stacks.clear()
+    for got, path in zip(summarize_ranks(sorted(t.path for t in edges), jobs=1), sorted(t.path for t in edges)):
+        want_rank = Profile(read_trace(path)).rank_summary()
+        assert not isinstance(got, Exception) and got.figures == want_rank.figures and got.warnings == want_rank.warnings
+    assert sum(stacks) == len(edges)
     by_path = {s.path: s for s in result.summaries}
     assert len(by_path) == len(edges)
     for trace in edges:

@@ -24,9 +24,9 @@ from ntrace.analyses.nesting import related
 from ntrace.analyses.opview import OpView
 from ntrace.analyses.steps import DEVICE_SCHEMA, device_work, host_busy, is_step, launch_step, overlapping, step_windows
 from ntrace.analyses.totals import lane_categories, lane_totals, spans, track, track_totals, window
-from ntrace.exprs import fmt, matches, on_polars_thread
+from ntrace.exprs import fmt, matches, on_polars_thread, stacked
 from ntrace.summary import RankSummary, Summary, Timeline
-from ntrace.trace import Trace
+from ntrace.trace import EVENT_COLUMNS, Trace
 
 #: Host-side complete events.
 HOST = pl.col("side") == "host"
@@ -484,8 +484,8 @@ def _results(profile: Profile, names: tuple[str, ...]) -> None:
 
 
 
-#: Most events a trace may have to be summarized stacked with others (see summaries): above it one trace's queries are large enough on their own.
-STACK_MAX_EVENTS = 2_000
+#: Most events a trace may have to be summarized stacked with others (see summaries): a trace analyzed on a pool thread alone (POOL_THREAD_MAX), whose queries are small.
+STACK_MAX_EVENTS = POOL_THREAD_MAX
 #: Most events stacked into one frame: a directory's small traces are summarized in stacks of about this many events.
 STACK_EVENTS = 100_000
 #: The key column of stacked traces.
@@ -527,15 +527,16 @@ class Stacked:
     those that sum over a trace, and the id matches, group by the key. A trace holding what is
     only analyzed alone (allocator records, NEFF executions, collectives) is left out of the stack
     and summarized alone, as are all when their times do not fit one int64 axis. Each Summary
-    equals the one Profile computes for its trace alone.
+    equals the one Profile computes for its trace alone. Its traces are small (STACK_MAX_EVENTS):
+    summaries() runs it on a Polars pool thread, where a large trace's two-thread analysis could
+    not run.
     """
 
     def __init__(self, traces: Sequence[Trace]) -> None:
         self.traces = traces
         self.alone: set[int] = set(range(len(traces)))  # the traces summarized alone
         self.profile: Profile | None = None
-        events = pl.concat([t.events for t in traces], how="vertical")
-        events = events.with_columns(pl.concat([pl.repeat(k, t.events.height, dtype=pl.Int64, eager=True) for k, t in enumerate(traces)]).alias(_KEY))
+        events = stacked([t.events for t in traces], EVENT_COLUMNS, _KEY).collect(engine="in-memory")
         bounds = events.group_by(_KEY, maintain_order=True).agg(
             low=pl.min_horizontal(pl.col("ts").min(), pl.col("end").min()), high=pl.max_horizontal(pl.col("ts").max(), pl.col("end").max()), last=pl.col("idx").max()
         )

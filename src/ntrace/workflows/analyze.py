@@ -9,6 +9,7 @@ analyzed again: its summary is read and its events are never decoded.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,7 +26,7 @@ from ntrace.io.remote import LocalCopies, is_url, local_copies
 from ntrace.io.kineto import in_worker
 from ntrace.io.progress import report
 from ntrace.neuron.artifacts import Session, artifact_warnings, find_sessions, session_dir
-from ntrace.profile import Profile, rank_summaries, summaries
+from ntrace.profile import STACK_EVENTS, Profile, rank_summaries, summaries
 from ntrace.summary import RankSummary, Summary
 from ntrace.trace import Trace
 from ntrace.units import plural
@@ -35,6 +36,7 @@ if TYPE_CHECKING:  # concurrent.futures is imported only where a pool is made
     from concurrent.futures import Executor
 
 T = TypeVar("T")
+R = TypeVar("R", Summary, RankSummary)
 
 #: Worker processes: a count, or "auto" (see workers_for).
 Jobs = int | Literal["auto"]
@@ -171,85 +173,87 @@ def summarize_rank(path: str | Path, fast: bool = True) -> RankSummary:
     return result
 
 
-def _summarize_or_error(
-    path: Path, fast: bool, lanes: Mapping[str, str] | None, max_events: int | None, recompute: bool, timeline: bool, part: Part | None = None
-) -> Summary | NtraceError:
-    """summarize, returning the error instead of raising, so one bad file never stops the rest."""
-    try:
-        return summarize(path, fast, lanes, max_events, recompute, timeline, part)
-    except NtraceError as exc:
-        return exc
-
-
 def _summarize_many(
     paths: Sequence[Path], fast: Sequence[bool], lanes: Sequence[Mapping[str, str] | None], max_events: Sequence[int | None], recompute: Sequence[bool],
     timeline: Sequence[bool], part: Sequence[Part | None],
 ) -> list[Summary | NtraceError]:  # fmt: skip
-    """_summarize_or_error over many traces (one column per argument), the small ones summarized stacked (ntrace.profile.summaries): a worker's chunk costs a few hundred queries, not a few hundred per trace."""
-    results: list[Summary | NtraceError | None] = [None] * len(paths)
-    pending: list[tuple[int, Trace, Path | None]] = []
-    for i, args in enumerate(zip(paths, fast, lanes, max_events, recompute, timeline, part)):
-        path, fast_, lanes_, max_, recompute_, timeline_, part_ = args
+    """summarize over many traces (one column per argument), each error returned instead of raised, so one bad file never stops the rest; the small ones summarized stacked (ntrace.profile.summaries): a worker's chunk costs a few hundred queries, not a few hundred per trace."""
+    items = []
+    for path, fast_, lanes_, max_, recompute_, timeline_, part_ in zip(paths, fast, lanes, max_events, recompute, timeline, part):
         kept, _ = _entries(path, fast_, _memoized(lanes_, max_, part_), False)
-        try:
-            if timeline_:  # what the timeline draws is a Profile's own
-                results[i] = summarize(*args)
-            elif not (recompute_ or lanes_ or part_) and (known := recalled(path, kept)) is not None:
-                results[i] = known
-            else:
-                pending.append((i, load(path, fast=fast_, lanes=lanes_, max_events=max_, recompute=True, part=part_).trace, kept))
-        except NtraceError as exc:
-            results[i] = exc
-    for (i, _, kept), summary in zip(pending, _stacked_or_alone([trace for _, trace, _ in pending])):
-        if isinstance(summary, Summary):
-            memo.remember(kept, summary)
-        results[i] = summary
-    return [r for r in results if r is not None]
+        items.append((kept, functools.partial(_summary_or_trace, path, fast_, lanes_, max_, recompute_, timeline_, part_, kept)))
+    return _in_stacks(items, summaries, lambda trace: Profile(trace).summary())
 
 
-def _stacked_or_alone(traces: list[Trace]) -> list[Summary | NtraceError]:
-    """The traces' summaries, computed stacked; each alone, its error kept, when the stack stops on one."""
-    try:
-        return list(summaries(traces))
-    except NtraceError:
-        out: list[Summary | NtraceError] = []
-        for trace in traces:
-            try:
-                out.append(Profile(trace).summary())
-            except NtraceError as exc:
-                out.append(exc)
-        return out
+def _summary_or_trace(
+    path: Path, fast: bool, lanes: Mapping[str, str] | None, max_events: int | None, recompute: bool, timeline: bool, part: Part | None, kept: Path | None
+) -> Summary | Trace:  # fmt: skip
+    """What summarize gives without analyzing the trace (its summary with a timeline, computed now; a stored or remembered one), else the trace to summarize."""
+    if timeline:  # what the timeline draws is a Profile's own
+        return summarize(path, fast, lanes, max_events, recompute, timeline, part)
+    if not (recompute or lanes or part) and (known := recalled(path, kept)) is not None:
+        return known
+    return load(path, fast=fast, lanes=lanes, max_events=max_events, recompute=True, part=part).trace
 
 
 def _summarize_ranks_many(paths: Sequence[Path], fast: Sequence[bool]) -> list[RankSummary | NtraceError]:
     """summarize_rank over many traces, returning each error instead of raising; the small ones summarized stacked (ntrace.profile.rank_summaries)."""
-    results: list[RankSummary | NtraceError | None] = [None] * len(paths)
-    pending: list[tuple[int, Trace, Path | None]] = []
-    for i, (path, fast_) in enumerate(zip(paths, fast)):
+    items = []
+    for path, fast_ in zip(paths, fast):
         kept = memo.entry(path, "rank", fast_)  # taken before the trace is read (see memo.entry)
+        items.append((kept, functools.partial(_rank_or_trace, path, fast_, kept)))
+    return _in_stacks(items, rank_summaries, lambda trace: Profile(trace).rank_summary())
+
+
+def _rank_or_trace(path: Path, fast: bool, kept: Path | None) -> RankSummary | Trace:
+    """The RankSummary computed earlier (see _recalled_rank), else the trace to summarize."""
+    if (known := _recalled_rank(path, fast, kept)) is not None:
+        return known
+    return read_trace(path, fast=fast)
+
+
+def _in_stacks(items: Sequence[tuple[Path | None, Callable[[], R | Trace]]], many: Callable[[list[Trace]], list[R]], one: Callable[[Trace], R]) -> list[R | NtraceError]:
+    """Each item's result, or the error that stopped it, in order; an item is its memo entry and what gives its result known already, or the trace to analyze.
+
+    The traces are analyzed `many` at once (stacked) as soon as they hold STACK_EVENTS events, so
+    about that many are held at a time whatever their sizes; each by `one` when `many` stops on an
+    error. What is computed is remembered under the item's entry.
+    """
+    results: list[R | NtraceError | None] = [None] * len(items)
+    pending: list[tuple[int, Trace]] = []
+
+    def flush() -> None:
+        traces = [trace for _, trace in pending]
         try:
-            if (known := _recalled_rank(path, fast_, kept)) is not None:
-                results[i] = known
-            else:
-                pending.append((i, read_trace(path, fast=fast_), kept))
+            computed: list[R | NtraceError] = list(many(traces))
+        except NtraceError:  # each alone, its error kept
+            computed = [_or_error(one, trace) for trace in traces]
+        for (i, _), result in zip(pending, computed):
+            if not isinstance(result, NtraceError):
+                memo.remember(items[i][0], result)
+            results[i] = result
+        pending.clear()
+
+    for i, (_, given) in enumerate(items):
+        try:
+            found = given()
         except NtraceError as exc:
             results[i] = exc
-    traces = [trace for _, trace, _ in pending]
-    try:
-        computed: list[RankSummary | NtraceError] = list(rank_summaries(traces))
-    except NtraceError:  # each alone, its error kept
-        computed = [_rank_or_error(trace) for trace in traces]
-    for (i, _, kept), result in zip(pending, computed):
-        if isinstance(result, RankSummary):
-            memo.remember(kept, result)
-        results[i] = result
+            continue
+        if isinstance(found, Trace):
+            pending.append((i, found))
+        else:
+            results[i] = found
+        if sum(trace.events.height for _, trace in pending) >= STACK_EVENTS:
+            flush()
+    flush()
     return [r for r in results if r is not None]
 
 
-def _rank_or_error(trace: Trace) -> RankSummary | NtraceError:
-    """The trace's RankSummary, or the error that stopped it."""
+def _or_error(fn: Callable[[Trace], R], trace: Trace) -> R | NtraceError:
+    """fn(trace), or the error that stopped it."""
     try:
-        return Profile(trace).rank_summary()
+        return fn(trace)
     except NtraceError as exc:
         return exc
 
