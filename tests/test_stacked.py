@@ -38,10 +38,16 @@ def assert_same(got: Summary, want: Summary) -> None:
 
 
 def check(traces_: list[Trace]) -> Stacked:
-    """Stack the traces, compare every Summary with the trace's own, and return the stack."""
+    """Stack the traces, compare every Summary (and what its timeline draws) with the trace's own, and return the stack."""
     stack = Stacked(traces_)
-    for got, trace in zip(stack.summaries(), traces_):
-        assert_same(got, Profile(trace).summary())
+    for got, drawn, trace in zip(stack.summaries(), stack.summaries(timeline=True), traces_):
+        profile = Profile(trace)
+        assert_same(got, profile.summary())
+        assert_same(drawn, profile.summary())
+        want = profile.timeline()
+        assert got.timeline is None and drawn.timeline is not None
+        assert_frame_equal(drawn.timeline.events, want.events, check_exact=True)
+        assert_frame_equal(drawn.timeline.idle, want.idle, check_exact=True)
     return stack
 
 

@@ -8,6 +8,7 @@ every output reads and returns it as a frozen Summary.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Literal, Sequence
@@ -492,8 +493,8 @@ STACK_EVENTS = 100_000
 _KEY = "trace"
 
 
-def summaries(traces: Sequence[Trace]) -> list[Summary]:
-    """Each trace's Summary: the small ones (STACK_MAX_EVENTS) computed stacked, STACK_EVENTS at a time (see Stacked), the others alone; each equal to Profile(trace).summary()."""
+def summaries(traces: Sequence[Trace], timeline: bool = False) -> list[Summary]:
+    """Each trace's Summary (with what its timeline draws when `timeline`): the small ones (STACK_MAX_EVENTS) computed stacked, STACK_EVENTS at a time (see Stacked), the others alone; each equal to Profile(trace)'s."""
     out: dict[int, Summary] = {}
     chunk: list[int] = []
     held = 0
@@ -505,9 +506,16 @@ def summaries(traces: Sequence[Trace]) -> list[Summary]:
             continue
         if chunk:
             stack = Stacked([traces[j] for j in chunk])
-            out |= dict(zip(chunk, on_polars_thread(stack.summaries)))
+            out |= dict(zip(chunk, on_polars_thread(lambda: stack.summaries(timeline))))
         chunk, held = ([k], traces[k].events.height) if k is not None else ([], 0)
-    return [out[k] if k in out else Profile(t).summary() for k, t in enumerate(traces)]
+    return [out[k] if k in out else _alone(t, timeline) for k, t in enumerate(traces)]
+
+
+def _alone(trace: Trace, timeline: bool) -> Summary:
+    """The trace's Summary computed alone, with its timeline when asked."""
+    profile = Profile(trace)
+    summary = profile.summary()
+    return replace(summary, timeline=profile.timeline()) if timeline else summary
 
 
 def rank_summaries(traces: Sequence[Trace]) -> list[RankSummary]:
@@ -564,12 +572,12 @@ class Stacked:
         """The trace an event belongs to, from its (moved) idx."""
         return (pl.lit(self._offset).search_sorted(pl.col(idx), side="right").cast(pl.Int64) - 1).alias(_KEY)
 
-    def summaries(self) -> list[Summary]:
-        """Each trace's Summary, in order."""
-        done = self._stacked() if self.profile is not None else {}
-        return [done[k] if k in done else Profile(t).summary() for k, t in enumerate(self.traces)]
+    def summaries(self, timeline: bool = False) -> list[Summary]:
+        """Each trace's Summary (with what its timeline draws when `timeline`), in order."""
+        done = self._stacked(timeline) if self.profile is not None else {}
+        return [done[k] if k in done else _alone(t, timeline) for k, t in enumerate(self.traces)]
 
-    def _stacked(self) -> dict[int, Summary]:
+    def _stacked(self, timeline: bool) -> dict[int, Summary]:
         """The Summary of every trace in the stack, by its position."""
         p = self.profile
         assert p is not None
@@ -621,6 +629,7 @@ class Stacked:
                 "lanes": lanes, "categories": categories, "tracks": tracks, "gaps": gaps, "steps": steps, "step_devices": step_devices,
                 "op_groups": groups, "kernels": kernels, "findings": findings,
                 "idle": idle.select(_KEY, "gap"), "delays": delays.select(_KEY, "latency", "queue"),
+                **(self._timeline(idle) if timeline else {}),
             }.items()
         }  # fmt: skip
         overlapping = dict(overlaps.iter_rows())
@@ -639,8 +648,19 @@ class Stacked:
                 op_groups=part["op_groups"], kernels=part["kernels"], findings=self._findings(part["findings"], k), neff_executions=pl.DataFrame(schema=NEFF_EXECUTION_SCHEMA),
                 collectives=pl.DataFrame(schema=INSTANCE_SCHEMA), communication=pl.DataFrame(schema=COMMUNICATION_SCHEMA),
                 idle_gaps=part["idle"]["gap"], launch_latencies=part["delays"]["latency"], queue_delays=part["delays"]["queue"], op_warnings=op_warnings,
+                timeline=Timeline(part["drawn"], part["drawn_idle"]) if timeline else None,
             )  # fmt: skip
         return out
+
+    def _timeline(self, idle: pl.DataFrame) -> dict[str, pl.DataFrame]:
+        """Profile.timeline's frames of every trace, keyed, times moved back: the complete events ("drawn") and the hardware idle gaps ("drawn_idle")."""
+        assert self.profile is not None
+        shift = pl.lit(self._shift).gather(pl.col(_KEY))
+        events = self.profile.complete.select(
+            _KEY, pl.col("lane").cast(pl.String), track(), ts=pl.col("ts") - shift, end=pl.col("end") - shift,
+            dur="dur", name="name", cat="cat", correlation="correlation", external_id="external_id", input_dims="input_dims", bytes="bytes",
+        )  # fmt: skip
+        return {"drawn": events, "drawn_idle": idle.select(_KEY, "track", gap_start=pl.col("gap_start") - shift, gap="gap")}
 
     def _trace_of_time(self, column: str) -> pl.Expr:
         """The trace a (moved) time lies in."""

@@ -44,6 +44,9 @@ Jobs = int | Literal["auto"]
 #: Most traces summarized as one chunk (a worker's, or in-process): small ones are stacked within it (ntrace.profile.summaries).
 STACKED_CHUNK = 256
 
+#: The workers an executor's chunks are cut for: a few chunks each, on a cluster whose size is not known here.
+EXECUTOR_SPREAD = 4
+
 #: `jobs="auto"` starts workers only for at least this many traces: a worker's start-up (imports) costs about as much as analyzing ten small traces.
 AUTO_MIN_TRACES = 16
 #: ... and only when no trace is larger than this (a gzip counted at 10× its size): a large trace already spreads each query over the cores, and every worker would hold one.
@@ -174,88 +177,32 @@ def summarize_rank(path: str | Path, fast: bool = True) -> RankSummary:
 
 
 def _summarize_many(
-    paths: Sequence[Path], fast: Sequence[bool], lanes: Sequence[Mapping[str, str] | None], max_events: Sequence[int | None], recompute: Sequence[bool],
-    timeline: Sequence[bool], part: Sequence[Part | None],
+    paths: Sequence[Path], *, fast: bool, lanes: Mapping[str, str] | None, max_events: int | None, recompute: bool, timeline: bool, part: Part | None
 ) -> list[Summary | NtraceError]:  # fmt: skip
-    """summarize over many traces (one column per argument), each error returned instead of raised, so one bad file never stops the rest; the small ones summarized stacked (ntrace.profile.summaries): a worker's chunk costs a few hundred queries, not a few hundred per trace."""
+    """summarize over many traces, each error returned instead of raised, so one bad file never stops the rest; the small ones summarized stacked (ntrace.profile.summaries): a worker's chunk costs a few hundred queries, not a few hundred per trace."""
+    memoized, reused = _memoized(lanes, max_events, part), not (recompute or lanes or part)
     items = []
-    for path, fast_, lanes_, max_, recompute_, timeline_, part_ in zip(paths, fast, lanes, max_events, recompute, timeline, part):
-        kept, _ = _entries(path, fast_, _memoized(lanes_, max_, part_), False)
-        items.append((kept, functools.partial(_summary_or_trace, path, fast_, lanes_, max_, recompute_, timeline_, part_, kept)))
-    return _in_stacks(items, summaries, lambda trace: Profile(trace).summary())
+    for path in paths:
+        kept, drawn = _entries(path, fast, memoized, timeline)  # taken before the trace is read (see memo.entry)
+        known = functools.partial(_remembered, path, kept, drawn, timeline) if reused else None
+        items.append((functools.partial(_known_or_trace, known, functools.partial(load, path, fast=fast, lanes=lanes, max_events=max_events, recompute=True, part=part)),
+                      functools.partial(_remember, kept, drawn)))  # fmt: skip
+    return _in_stacks(items, functools.partial(summaries, timeline=timeline))
 
 
-def _summary_or_trace(
-    path: Path, fast: bool, lanes: Mapping[str, str] | None, max_events: int | None, recompute: bool, timeline: bool, part: Part | None, kept: Path | None
-) -> Summary | Trace:  # fmt: skip
-    """What summarize gives without analyzing the trace (its summary with a timeline, computed now; a stored or remembered one), else the trace to summarize."""
-    if timeline:  # what the timeline draws is a Profile's own
-        return summarize(path, fast, lanes, max_events, recompute, timeline, part)
-    if not (recompute or lanes or part) and (known := recalled(path, kept)) is not None:
-        return known
-    return load(path, fast=fast, lanes=lanes, max_events=max_events, recompute=True, part=part).trace
+def _remember(kept: Path | None, drawn: Path | None, summary: Summary) -> Summary:
+    """Keep a summary just computed in the memo as summarize does (alone under `kept`; with its timeline, if it has one, under `drawn`, whose digest it then carries)."""
+    memo.remember(kept, replace(summary, timeline=None) if summary.timeline is not None else summary)
+    if summary.timeline is None:
+        return summary
+    return replace(summary, drawn_key=memo.remember(drawn, summary))
 
 
-def _summarize_ranks_many(paths: Sequence[Path], fast: Sequence[bool]) -> list[RankSummary | NtraceError]:
-    """summarize_rank over many traces, returning each error instead of raising; the small ones summarized stacked (ntrace.profile.rank_summaries)."""
-    items = []
-    for path, fast_ in zip(paths, fast):
-        kept = memo.entry(path, "rank", fast_)  # taken before the trace is read (see memo.entry)
-        items.append((kept, functools.partial(_rank_or_trace, path, fast_, kept)))
-    return _in_stacks(items, rank_summaries, lambda trace: Profile(trace).rank_summary())
-
-
-def _rank_or_trace(path: Path, fast: bool, kept: Path | None) -> RankSummary | Trace:
-    """The RankSummary computed earlier (see _recalled_rank), else the trace to summarize."""
-    if (known := _recalled_rank(path, fast, kept)) is not None:
-        return known
-    return read_trace(path, fast=fast)
-
-
-def _in_stacks(items: Sequence[tuple[Path | None, Callable[[], R | Trace]]], many: Callable[[list[Trace]], list[R]], one: Callable[[Trace], R]) -> list[R | NtraceError]:
-    """Each item's result, or the error that stopped it, in order; an item is its memo entry and what gives its result known already, or the trace to analyze.
-
-    The traces are analyzed `many` at once (stacked) as soon as they hold STACK_EVENTS events, so
-    about that many are held at a time whatever their sizes; each by `one` when `many` stops on an
-    error. What is computed is remembered under the item's entry.
-    """
-    results: list[R | NtraceError | None] = [None] * len(items)
-    pending: list[tuple[int, Trace]] = []
-
-    def flush() -> None:
-        traces = [trace for _, trace in pending]
-        try:
-            computed: list[R | NtraceError] = list(many(traces))
-        except NtraceError:  # each alone, its error kept
-            computed = [_or_error(one, trace) for trace in traces]
-        for (i, _), result in zip(pending, computed):
-            if not isinstance(result, NtraceError):
-                memo.remember(items[i][0], result)
-            results[i] = result
-        pending.clear()
-
-    for i, (_, given) in enumerate(items):
-        try:
-            found = given()
-        except NtraceError as exc:
-            results[i] = exc
-            continue
-        if isinstance(found, Trace):
-            pending.append((i, found))
-        else:
-            results[i] = found
-        if sum(trace.events.height for _, trace in pending) >= STACK_EVENTS:
-            flush()
-    flush()
-    return [r for r in results if r is not None]
-
-
-def _or_error(fn: Callable[[Trace], R], trace: Trace) -> R | NtraceError:
-    """fn(trace), or the error that stopped it."""
-    try:
-        return fn(trace)
-    except NtraceError as exc:
-        return exc
+def _known_or_trace(known: Callable[[], R | None] | None, loaded: Callable[[], Profile]) -> R | Trace:
+    """What was computed earlier (`known`, when it may be read), else the trace to analyze."""
+    if known is not None and (found := known()) is not None:
+        return found
+    return loaded().trace
 
 
 def summarize_all(
@@ -271,13 +218,13 @@ def summarize_all(
     part: Part | None = None,
 ) -> list[Summary | NtraceError]:
     """Each trace's Summary, or the error that stopped it, in order: on `executor` when given, else in `jobs` spawned worker processes (see workers_for)."""
-    n = len(traces)
 
     def known(path: Path) -> Summary | None:  # what summarize would read instead of the trace
         return _remembered(path, *_entries(path, fast, _memoized(lanes, max_events, part), timeline), timeline)
 
     reads = None if recompute or lanes or part else known
-    return _each(_summarize_many, (traces, [fast] * n, [lanes] * n, [max_events] * n, [recompute] * n, [timeline] * n, [part] * n), jobs, executor, reads, chunked=True)
+    each = functools.partial(_summarize_many, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline, part=part)
+    return _each(each, traces, jobs, executor, reads)
 
 
 def summarize_ranks(traces: Sequence[Path], *, jobs: Jobs = 1, executor: Executor | None = None, fast: bool = True) -> list[RankSummary | NtraceError]:
@@ -286,7 +233,65 @@ def summarize_ranks(traces: Sequence[Path], *, jobs: Jobs = 1, executor: Executo
     def known(path: Path) -> RankSummary | None:  # what summarize_rank would read instead of the trace
         return _recalled_rank(path, fast, memo.entry(path, "rank", fast))
 
-    return _each(_summarize_ranks_many, (traces, [fast] * len(traces)), jobs, executor, known, chunked=True)
+    return _each(functools.partial(_summarize_ranks_many, fast=fast), traces, jobs, executor, known)
+
+
+def _summarize_ranks_many(paths: Sequence[Path], *, fast: bool) -> list[RankSummary | NtraceError]:
+    """summarize_rank over many traces, each error returned instead of raised; the small ones summarized stacked (ntrace.profile.rank_summaries)."""
+    items = []
+    for path in paths:
+        kept = memo.entry(path, "rank", fast)  # taken before the trace is read (see memo.entry)
+        known = functools.partial(_recalled_rank, path, fast, kept)
+        items.append((functools.partial(_known_or_trace, known, functools.partial(load, path, fast=fast, recompute=True)), functools.partial(_remember_rank, kept)))
+    return _in_stacks(items, rank_summaries)
+
+
+def _remember_rank(kept: Path | None, result: RankSummary) -> RankSummary:
+    """Keep a rank summary just computed in the memo under `kept`."""
+    memo.remember(kept, result)
+    return result
+
+
+def _in_stacks(items: Sequence[tuple[Callable[[], R | Trace], Callable[[R], R]]], many: Callable[[list[Trace]], list[R]]) -> list[R | NtraceError]:
+    """Each item's result, or the error that stopped it, in order: an item gives a result known already or the trace to analyze, and stores a result computed for it (in the memo).
+
+    The traces are analyzed `many` at once (stacked) as soon as they hold STACK_EVENTS events, so
+    about that many are held at a time whatever their sizes; each alone when `many` stops on an error.
+    """
+    results: list[R | NtraceError | None] = [None] * len(items)
+    pending: list[tuple[int, Trace]] = []
+
+    def flush() -> None:
+        try:
+            computed: list[R | NtraceError] = list(many([trace for _, trace in pending]))
+        except NtraceError:  # each alone, its error kept
+            computed = [_or_error(many, trace) for _, trace in pending]
+        for (i, _), result in zip(pending, computed):
+            results[i] = result if isinstance(result, NtraceError) else items[i][1](result)
+        pending.clear()
+
+    for i, (given, _) in enumerate(items):
+        try:
+            found = given()
+        except NtraceError as exc:
+            results[i] = exc
+            continue
+        if isinstance(found, Trace):
+            pending.append((i, found))
+        else:
+            results[i] = found
+        if sum(trace.events.height for _, trace in pending) >= STACK_EVENTS:
+            flush()
+    flush()
+    return [r for r in results if r is not None]
+
+
+def _or_error(many: Callable[[list[Trace]], list[R]], trace: Trace) -> R | NtraceError:
+    """The trace's result alone, or the error that stopped it."""
+    try:
+        return many([trace])[0]
+    except NtraceError as exc:
+        return exc
 
 
 def _recalled_rank(path: Path, fast: bool, entry: Path | None) -> RankSummary | None:
@@ -297,37 +302,26 @@ def _recalled_rank(path: Path, fast: bool, entry: Path | None) -> RankSummary | 
     return kept if isinstance(kept, RankSummary) else None
 
 
-def _each(
-    fn: Callable[..., Any], args: tuple[Sequence[Any], ...], jobs: Jobs, executor: Executor | None, known: Callable[[Path], T | None] | None = None, chunked: bool = False
-) -> list[T]:  # fmt: skip
-    """`fn` over the zipped `args` columns (the first: the trace paths), in order: on `executor` when given, else in the spawned worker processes workers_for gives (none when 1).
+def _each(fn: Callable[[Sequence[Path]], list[T]], traces: Sequence[Path], jobs: Jobs, executor: Executor | None, known: Callable[[Path], T | None] | None = None) -> list[T]:
+    """`fn` over the traces, a chunk at a time (it returns a chunk's results, so it can summarize a chunk's small traces stacked), in order: on `executor` when given, else in the spawned worker processes workers_for gives (none when 1).
 
-    `chunked`: `fn` takes a chunk of traces (a list per column) and returns their results, and is
-    handed chunks. Before starting workers, `known` gives what was computed earlier (stored or memo
-    summaries), read here at a fraction of a worker's start-up; only the other traces go to the workers.
+    Before starting workers, `known` gives what was computed earlier (stored or memo summaries),
+    read here at a fraction of a worker's start-up; only the other traces go to the workers.
     """
-    n = len(args[0])
-    if known is not None and executor is None and workers_for(jobs, args[0]) > 1:
-        found = counted((_known_or_none(known, p) for p in args[0]), n, "reading stored summaries")
-        todo = [i for i, result in enumerate(found) if result is None]
-        rest: Iterator[T] = iter(_each(fn, tuple([column[i] for i in todo] for column in args), jobs, None, chunked=chunked))
+    n = len(traces)
+    if known is not None and executor is None and workers_for(jobs, traces) > 1:
+        found = counted((_known_or_none(known, p) for p in traces), n, "reading stored summaries")
+        rest: Iterator[T] = iter(_each(fn, [p for p, result in zip(traces, found) if result is None], jobs, None))
         return [next(rest) if result is None else result for result in found]
-    workers = workers_for(jobs, args[0]) if executor is None else 4
-    if not chunked:
-        if executor is not None:
-            return counted(executor.map(fn, *args), n)
-        if workers > 1:
-            with worker_pool(workers) as pool:
-                return counted(pool.map(fn, *args, chunksize=chunk_size(n, workers)), n)
-        return counted((fn(*a) for a in zip(*args)), n)
+    workers = workers_for(jobs, traces) if executor is None else EXECUTOR_SPREAD
     size = chunk_size(n, workers, STACKED_CHUNK) if executor is not None or workers > 1 else STACKED_CHUNK
-    chunks = [tuple(column[i : i + size] for column in args) for i in range(0, n, size)]
+    chunks = [traces[i : i + size] for i in range(0, n, size)]
     if executor is not None:
-        return counted(_flat(executor.map(fn, *zip(*chunks))), n)
+        return counted(_flat(executor.map(fn, chunks)), n)
     if workers > 1:
         with worker_pool(workers) as pool:
-            return counted(_flat(pool.map(fn, *zip(*chunks))), n)
-    return counted(_flat(fn(*chunk) for chunk in chunks), n)
+            return counted(_flat(pool.map(fn, chunks)), n)
+    return counted(_flat(map(fn, chunks)), n)
 
 
 def _flat(chunks: Iterable[list[T]]) -> Iterator[T]:
