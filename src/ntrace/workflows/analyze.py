@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # concurrent.futures is imported only where a pool is made
     from concurrent.futures import Executor
 
 T = TypeVar("T")
-R = TypeVar("R", Summary, RankSummary)
+S = TypeVar("S")
 
 #: Worker processes: a count, or "auto" (see workers_for).
 Jobs = int | Literal["auto"]
@@ -187,10 +187,10 @@ def _summarize_many(
         known = functools.partial(_remembered, path, kept, drawn, timeline) if reused else None
         items.append((functools.partial(_known_or_trace, known, functools.partial(load, path, fast=fast, lanes=lanes, max_events=max_events, recompute=True, part=part)),
                       functools.partial(_remember, kept, drawn)))  # fmt: skip
-    return _in_stacks(items, functools.partial(summaries, timeline=timeline))
+    return in_stacks(items, functools.partial(summaries, timeline=timeline))
 
 
-def _remember(kept: Path | None, drawn: Path | None, summary: Summary) -> Summary:
+def _remember(kept: Path | None, drawn: Path | None, _: Trace, summary: Summary) -> Summary:
     """Keep a summary just computed in the memo as summarize does (alone under `kept`; with its timeline, if it has one, under `drawn`, whose digest it then carries)."""
     memo.remember(kept, replace(summary, timeline=None) if summary.timeline is not None else summary)
     if summary.timeline is None:
@@ -198,7 +198,7 @@ def _remember(kept: Path | None, drawn: Path | None, summary: Summary) -> Summar
     return replace(summary, drawn_key=memo.remember(drawn, summary))
 
 
-def _known_or_trace(known: Callable[[], R | None] | None, loaded: Callable[[], Profile]) -> R | Trace:
+def _known_or_trace(known: Callable[[], T | None] | None, loaded: Callable[[], Profile]) -> T | Trace:
     """What was computed earlier (`known`, when it may be read), else the trace to analyze."""
     if known is not None and (found := known()) is not None:
         return found
@@ -243,34 +243,41 @@ def _summarize_ranks_many(paths: Sequence[Path], *, fast: bool) -> list[RankSumm
         kept = memo.entry(path, "rank", fast)  # taken before the trace is read (see memo.entry)
         known = functools.partial(_recalled_rank, path, fast, kept)
         items.append((functools.partial(_known_or_trace, known, functools.partial(load, path, fast=fast, recompute=True)), functools.partial(_remember_rank, kept)))
-    return _in_stacks(items, rank_summaries)
+    return in_stacks(items, rank_summaries)
 
 
-def _remember_rank(kept: Path | None, result: RankSummary) -> RankSummary:
+def _remember_rank(kept: Path | None, _: Trace, result: RankSummary) -> RankSummary:
     """Keep a rank summary just computed in the memo under `kept`."""
     memo.remember(kept, result)
     return result
 
 
-def _in_stacks(items: Sequence[tuple[Callable[[], R | Trace], Callable[[R], R]]], many: Callable[[list[Trace]], list[R]]) -> list[R | NtraceError]:
-    """Each item's result, or the error that stopped it, in order: an item gives a result known already or the trace to analyze, and stores a result computed for it (in the memo).
+def in_stacks(items: Sequence[tuple[Callable[[], T | Trace | tuple[Trace, S]], Callable[[Trace, S], T]]], many: Callable[[list[Trace]], list[S]]) -> list[T | NtraceError]:
+    """Each item's result, or the input error that stopped it, in order.
 
+    An item gives its result known already, the trace to analyze, or a trace with its analysis
+    known; and makes its result of a trace and its analysis (storing it in the memo, writing it).
     The traces are analyzed `many` at once (stacked) as soon as they hold STACK_EVENTS events, so
     about that many are held at a time whatever their sizes; each alone when `many` stops on an error.
     """
-    results: list[R | NtraceError | None] = [None] * len(items)
+    results: list[T | NtraceError | None] = [None] * len(items)
     pending: list[tuple[int, Trace]] = []
 
     def flush() -> None:
         try:
-            computed: list[R | NtraceError] = list(many([trace for _, trace in pending]))
+            computed: list[S] | None = list(many([trace for _, trace in pending]))
         except NtraceError:  # each alone, its error kept
-            computed = [_or_error(many, trace) for _, trace in pending]
-        for (i, _), result in zip(pending, computed):
-            results[i] = result if isinstance(result, NtraceError) else items[i][1](result)
+            computed = None
+        for k, (i, trace) in enumerate(pending):
+            try:
+                analysis = computed[k] if computed is not None else many([trace])[0]
+            except NtraceError as exc:
+                results[i] = exc
+                continue
+            results[i] = items[i][1](trace, analysis)
         pending.clear()
 
-    for i, (given, _) in enumerate(items):
+    for i, (given, made) in enumerate(items):
         try:
             found = given()
         except NtraceError as exc:
@@ -278,20 +285,14 @@ def _in_stacks(items: Sequence[tuple[Callable[[], R | Trace], Callable[[R], R]]]
             continue
         if isinstance(found, Trace):
             pending.append((i, found))
+        elif isinstance(found, tuple):
+            results[i] = made(*found)
         else:
             results[i] = found
         if sum(trace.events.height for _, trace in pending) >= STACK_EVENTS:
             flush()
     flush()
     return [r for r in results if r is not None]
-
-
-def _or_error(many: Callable[[list[Trace]], list[R]], trace: Trace) -> R | NtraceError:
-    """The trace's result alone, or the error that stopped it."""
-    try:
-        return many([trace])[0]
-    except NtraceError as exc:
-        return exc
 
 
 def _recalled_rank(path: Path, fast: bool, entry: Path | None) -> RankSummary | None:

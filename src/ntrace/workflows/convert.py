@@ -9,11 +9,13 @@ trace's events in its rank's, with the summary `ntrace ranks` reads beside them.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import polars as pl
 
@@ -24,10 +26,11 @@ from ntrace.io.cache import write_cache
 from ntrace.io.dataset import partition, summary_path, write_rank_summary
 from ntrace.io.discover import SUMMARY_SUFFIX, find_traces
 from ntrace.io.remote import is_url, local_copies
-from ntrace.profile import Profile
+from ntrace.profile import summaries
 from ntrace.summary import Summary
 from ntrace.trace import Trace
-from ntrace.workflows.analyze import Jobs, chunk_size, counted, summary_of, worker_pool, workers_for
+from ntrace.io import memo
+from ntrace.workflows.analyze import STACKED_CHUNK, Jobs, chunk_size, counted, in_stacks, recalled, worker_pool, workers_for
 
 
 #: The longest file name (in bytes) that common file systems (ext4, XFS, APFS, NTFS in UTF-8) accept.
@@ -52,41 +55,57 @@ def _fit(name: str, limit: int) -> str:
     return os.fsdecode(raw[:cut]) + suffix
 
 
-def _convert_one(trace: Path, out_dir: Path, rel: Path, fast: bool, url: str | None = None) -> tuple[Path, str | None]:
-    """Convert one trace (downloaded from `url`, when given) to `out_dir / rel`: (that path, None), or (that path, the input's error as its one-line message), so one bad file never stops the rest (an output error, a full disk say, does)."""
-    out = out_dir / rel
+def _convert_many(
+    traces: Sequence[tuple[Path, str | None]], *, root: Path, out_dir: Path, limit: int, fast: bool, by_rank: bool
+) -> list[tuple[Path, str | None]]:  # fmt: skip
+    """Convert these traces (each with the URL it was downloaded from, or None) to `out_dir / parquet_name`, or into the dataset `out_dir` with `by_rank`: per trace (its file, None), or (where it would go, the input's error as its one-line message), so one bad file never stops the rest (an output error, a full disk say, does).
+
+    The summaries a local trace's memo lacks are computed stacked (workflows.analyze.in_stacks), a
+    downloaded trace's always (its temporary copy is no memo key).
+    """
+    items = []
+    for trace, url in traces:
+        rel = parquet_name(trace, root, limit)
+        entry = None if url is not None else memo.entry(trace, "summary", fast)  # taken before the trace is read (see memo.entry)
+        write = functools.partial(_written, _write_rank if by_rank else _write, out_dir, rel, url, entry)
+        items.append((functools.partial(_read, trace, fast, entry), write))
+    results = in_stacks(items, summaries)
+    return [(out_dir / parquet_name(trace, root, limit), str(r)) if isinstance(r, NtraceError) else r for (trace, _), r in zip(traces, results)]
+
+
+def _read(trace: Path, fast: bool, entry: Path | None) -> Trace | tuple[Trace, Summary]:
+    """The trace read, with its summary when the memo holds one (`entry`)."""
+    loaded = read_trace(trace, fast=fast)
+    known = recalled(trace, entry) if entry is not None else None
+    return (loaded, known) if known is not None else loaded
+
+
+def _written(
+    write: Callable[[Path, Path, Trace, Summary], Path], out_dir: Path, rel: Path, url: str | None, entry: Path | None, loaded: Trace, summary: Summary
+) -> tuple[Path, str | None]:  # fmt: skip
+    """Write the trace with its summary (remembered under `entry`; naming `url` when downloaded) by `write`: (the file written, None), or (`out_dir / rel`, the input's error)."""
+    memo.remember(entry, summary)
     try:
-        loaded = read_trace(trace, fast=fast)
-        write_cache(loaded, out, _summary(trace, loaded, fast, url))
-    except OutputError:
-        raise
-    except NtraceError as exc:
-        return out, str(exc)
-    return out, None
-
-
-def _summary(trace: Path, loaded: Trace, fast: bool, url: str | None) -> Summary:
-    """The Summary a converted trace stores: the memo's for a local trace (what `analyze` computed for it), else computed; naming `url` when the trace was downloaded (its temporary copy is no memo key)."""
-    if url is not None:
-        return replace(Profile(loaded).summary(), source=url)
-    return summary_of(trace, loaded, fast)
-
-
-def _convert_rank(trace: Path, out_dir: Path, rel: Path, fast: bool, url: str | None = None) -> tuple[Path, str | None]:
-    """Convert one trace (downloaded from `url`, when given) into the dataset `out_dir` as `rank=N/<rel>`, its rank summary beside it: (events file, None), or (`out_dir / rel`, the input's error)."""
-    try:
-        loaded = read_trace(trace, fast=fast)
-        summary = _summary(trace, loaded, fast, url)
-        rank, rule = rank_of(loaded.meta, loaded.path)
-        if rank is None:
-            raise InputError(trace, "has no rank (no distributedInfo.rank, no rank number in the file name, no single worker_gid); not written")
-        events = write_cache(loaded, out_dir / partition(rank) / rel, summary)
-        write_rank_summary(summary_path(events), rank_summary(summary), rank=rank, rule=rule, events=events.name)
+        return write(out_dir, rel, loaded, replace(summary, source=url) if url is not None else summary), None
     except OutputError:
         raise
     except NtraceError as exc:
         return out_dir / rel, str(exc)
-    return events, None
+
+
+def _write(out_dir: Path, rel: Path, loaded: Trace, summary: Summary) -> Path:
+    """Write the trace and its summary to `out_dir / rel`."""
+    return write_cache(loaded, out_dir / rel, summary)
+
+
+def _write_rank(out_dir: Path, rel: Path, loaded: Trace, summary: Summary) -> Path:
+    """Write the trace into the dataset `out_dir` as `rank=N/<rel>`, its rank summary beside it; an error when the trace has no rank."""
+    rank, rule = rank_of(loaded.meta, loaded.path)
+    if rank is None:
+        raise InputError(loaded.path, "has no rank (no distributedInfo.rank, no rank number in the file name, no single worker_gid); not written")
+    events = write_cache(loaded, out_dir / partition(rank) / rel, summary)
+    write_rank_summary(summary_path(events), rank_summary(summary), rank=rank, rule=rule, events=events.name)
+    return events
 
 
 def convert(path: str | Path, out_dir: str | Path, *, jobs: Jobs = 1, fast: bool = True, by_rank: bool = False) -> pl.DataFrame:
@@ -109,15 +128,14 @@ def _convert(root: Path, out_dir: Path, jobs: Jobs, fast: bool, by_rank: bool, s
         raise InputError(root, "holds no JSON framework trace to convert")
     base = root if root.is_dir() else root.parent
     limit = NAME_MAX - len(f"_{SUMMARY_SUFFIX}") + len(".parquet") if by_rank else NAME_MAX  # room for the summary file's name
-    rels = [parquet_name(t, base, limit) for t in traces]
-    urls = [shown(str(t)) if shown else None for t in traces]
-    args = (traces, [out_dir] * len(traces), rels, [fast] * len(traces), urls)
-    work = _convert_rank if by_rank else _convert_one
-    if (workers := workers_for(jobs, traces)) > 1:
-        with worker_pool(workers) as pool:
-            results = counted(pool.map(work, *args, chunksize=chunk_size(len(traces), workers)), len(traces), "converting traces")
-    else:
-        results = counted(map(work, *args), len(traces), "converting traces")
+    work = functools.partial(_convert_many, root=base, out_dir=out_dir, limit=limit, fast=fast, by_rank=by_rank)
+    pairs = [(t, shown(str(t)) if shown else None) for t in traces]
+    workers = workers_for(jobs, traces)
+    size = chunk_size(len(traces), workers, STACKED_CHUNK) if workers > 1 else STACKED_CHUNK
+    chunks = [pairs[i : i + size] for i in range(0, len(pairs), size)]
+    with worker_pool(workers) if workers > 1 else contextlib.nullcontext() as pool:
+        done = pool.map(work, chunks) if pool is not None else map(work, chunks)
+        results = counted((r for chunk in done for r in chunk), len(traces), "converting traces")
     return pl.DataFrame(
         {"trace": [valid_text(str(t)) for t in traces], "parquet": [valid_text(str(o)) for o, _ in results], "error": [e for _, e in results]},
         schema={"trace": pl.String, "parquet": pl.String, "error": pl.String},
