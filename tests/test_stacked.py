@@ -103,7 +103,8 @@ def test_edge_traces_stacked_and_in_any_order(tmp_path: Path) -> None:
 def test_summaries_stack_the_small_and_keep_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     edges = _edge_traces(tmp_path)
     real = [read_trace(p) for p in shared_trace_files()[:3]]
-    mixed = [real[0], *edges[:3], real[1], *edges[3:], real[2]]
+    neuron = read_trace(FIXTURES[0])  # NEFF executions: summarized alone, inside its stack (on the stack's pool thread)
+    mixed = [real[0], *edges[:3], neuron, real[1], *edges[3:], real[2]]
     monkeypatch.setattr("ntrace.profile.STACK_EVENTS", 12)  # several stacks
     stacked = _counted_stacks(monkeypatch)
     for got, trace in zip(summaries(mixed), mixed):
