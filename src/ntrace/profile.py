@@ -635,7 +635,8 @@ class Stacked:
         overlapping = dict(overlaps.iter_rows())
         negatives = dict(negative.iter_rows())
         out = {}
-        for k, row in zip(kept, per.join(footers, on=_KEY).join(outside, on=_KEY).iter_rows(named=True)):
+        for row in per.join(footers, on=_KEY).join(outside, on=_KEY).iter_rows(named=True):
+            k = row[_KEY]
             trace = self.traces[k]
             part = {name: frames[k] for name, frames in parts.items()}
             op_warnings = _op_warning(trace, negatives.get(k, 0))
