@@ -15,7 +15,7 @@ import pytest
 
 from helpers import REAL_TRACES, shared_trace_files, write_trace, x
 from ntrace import load
-from ntrace.analyses.ops import UNLINKED, op_table
+from ntrace.analyses.ops import UNLINKED, kernels, op_table
 from ntrace.analyses.opview import SORT_KEYS, OpView
 from ntrace.render.tables import op_tables_of
 from ntrace.units import fmt_time
@@ -257,3 +257,24 @@ def test_many_traces_op_tables_at_once_are_each_traces_own(many_summaries: list[
         for row in table.iter_rows(named=True):
             for pct, ns, total in (("self_cpu_pct", "self_cpu", summary.self_cpu_ns), ("cpu_total_pct", "cpu_total", summary.self_cpu_ns), ("self_device_pct", "self_device", summary.device_ns)):
                 assert row[pct] == (row[ns] * 100.0 * (1.0 / total) if total else 0.0), (summary.path, row["name"], pct)
+
+
+#: A device time total whose reciprocal times itself is one bit below 1.0 (d * (1 / d) < 1): a true division and Polars' product differ there.
+_ODD_TOTAL = 61_513_760
+
+
+@pytest.mark.parametrize("totals", [[_ODD_TOTAL], [_ODD_TOTAL, 5], [3, 7, _ODD_TOTAL - 10]], ids=["one_row", "two_rows", "three_rows"])
+def test_kernel_shares_are_what_dividing_by_the_total_gave(totals: list[int]) -> None:
+    """The shares stay those of the formula published before, Polars' column / number on the kernels' frame: a true division for one row, the reciprocal's product for more."""
+    device_ns = sum(totals) if len(totals) > 1 else totals[0]
+    activities = pl.DataFrame({"name": [f"k{i}" for i in range(len(totals))], "tid": ["7"] * len(totals), "dur": totals})
+    got = kernels(activities, device_ns)
+    assert got["share"].to_list() == got.select(pl.col("total") / device_ns).to_series().to_list()
+    if len(totals) == 1:
+        assert got["share"].to_list() == [1.0] != [_ODD_TOTAL * (1.0 / _ODD_TOTAL)]
+    else:
+        assert got["share"].to_list() == [t * (1.0 / device_ns) for t in got["total"].to_list()]
+    stacked = pl.concat([activities.with_columns(trace=pl.lit(k, pl.Int64)) for k in (0, 1)])
+    keyed = kernels(stacked.with_columns(pl.Series("device_ns", [device_ns] * stacked.height)), "device_ns", ("trace",))  # a column, as joined in
+    for k in (0, 1):
+        assert keyed.filter(pl.col("trace") == k).drop("trace").equals(got)

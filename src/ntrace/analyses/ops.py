@@ -223,13 +223,24 @@ def op_tables(groups: pl.LazyFrame, view: OpView = OpView(), by: tuple[str, ...]
     return table.filter(pl.int_range(pl.len()).over(by) < view.top) if by else table.head(view.top)
 
 
-def _pct(ns: pl.Expr, total: pl.Expr, whole: float = 100.0) -> pl.Expr:
-    """`ns` as a part of `total` (of `whole`: 100 for a percent); 0 where the total is 0.
+def _pct(ns: pl.Expr, total: pl.Expr) -> pl.Expr:
+    """`ns` as a percent (0–100) of `total`; 0 where the total is 0.
 
-    Times the total's reciprocal: the parts published before were divided by a number, which
+    Times the total's reciprocal: the percents published before were divided by a number, which
     Polars does that way (at times one bit apart from a division), and they stay the same.
     """
-    return pl.when(total != 0).then(ns * whole * (1.0 / total)).otherwise(pl.lit(0.0))
+    return pl.when(total != 0).then(ns * 100.0 * (1.0 / total)).otherwise(pl.lit(0.0))
+
+
+def _share(ns: pl.Expr, total: pl.Expr, by: tuple[str, ...]) -> pl.Expr:
+    """`ns` as a share (0–1) of `total` (a column, not a constant), per key of the `by` columns, as one key's frame divided by its total as a number; 0 where the total is 0.
+
+    Polars divides a column by a number (or by a constant column) as a true division when it has
+    one row, and as a product with the number's reciprocal when it has more (at times one bit
+    apart); a key's rows are divided the way its own frame is, column by column.
+    """
+    alone = pl.len().over(by) == 1
+    return pl.when(total == 0).then(pl.lit(0.0)).when(alone).then(ns / total).otherwise(ns * (1.0 / total))
 
 
 def self_cpu_total(nest: pl.DataFrame) -> int:
@@ -242,7 +253,11 @@ def kernels(activities: pl.DataFrame, device_ns: int | str, by: tuple[str, ...] 
 
     `device_ns` is the total, or the column of `activities` holding it per key of the `by` columns, whose rows are then keyed by them too (traces stacked).
     """
-    total = pl.col("device_ns").first() if isinstance(device_ns, str) else pl.lit(device_ns, pl.Int64)
+    keyed = isinstance(device_ns, str)
+    if keyed:
+        share = _share(pl.col("total"), pl.col("device_ns"), by)
+    else:
+        share = pl.col("total") / device_ns if device_ns else pl.lit(0.0)
     return (
         activities.group_by(*by, name=pl.col("name").fill_null(""))
         .agg(
@@ -251,9 +266,9 @@ def kernels(activities: pl.DataFrame, device_ns: int | str, by: tuple[str, ...] 
             min=pl.col("dur").min(),
             max=pl.col("dur").max(),
             streams=pl.col("tid").fill_null("?").unique().sort(),
-            device_ns=total,
+            *([pl.col("device_ns").first()] if keyed else []),
         )
-        .with_columns(mean=pl.col("total") // pl.col("calls"), share=_pct(pl.col("total"), pl.col("device_ns"), 1.0))
+        .with_columns(mean=pl.col("total") // pl.col("calls"), share=share)
         .select(*by, *KERNEL_SCHEMA)
         .cast(dict(KERNEL_SCHEMA))  # type: ignore[arg-type]
         .sort([*by, "total", "name"], descending=[*[False] * len(by), True, False])
