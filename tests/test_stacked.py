@@ -30,7 +30,7 @@ def assert_same(got: Summary, want: Summary) -> None:
         a, b = getattr(got, f.name), getattr(want, f.name)
         if isinstance(b, pl.DataFrame):
             assert isinstance(a, pl.DataFrame), f.name
-            assert_frame_equal(a, b, check_exact=True), f.name
+            assert_frame_equal(a, b, check_exact=True)
         elif isinstance(b, pl.Series):
             assert_series_equal(a, b, check_exact=True)
         elif f.compare:
