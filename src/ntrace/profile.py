@@ -498,7 +498,7 @@ def summaries(traces: Sequence[Trace], timeline: bool = False) -> list[Summary]:
     out: dict[int, Summary] = {}
     chunk: list[int] = []
     held = 0
-    small = [k for k, t in enumerate(traces) if 0 < t.events.height <= STACK_MAX_EVENTS]
+    small = [k for k, t in enumerate(traces) if _stackable(t)]
     for k in [*small, None]:
         if k is not None and held + traces[k].events.height <= STACK_EVENTS:
             chunk.append(k)
@@ -511,6 +511,11 @@ def summaries(traces: Sequence[Trace], timeline: bool = False) -> list[Summary]:
     return [out[k] if k in out else _alone(t, timeline) for k, t in enumerate(traces)]
 
 
+def _stackable(trace: Trace) -> bool:
+    """Whether the trace is summarized in a stack: it has events, at most STACK_MAX_EVENTS."""
+    return 0 < trace.events.height <= STACK_MAX_EVENTS
+
+
 def _alone(trace: Trace, timeline: bool) -> Summary:
     """The trace's Summary computed alone, with its timeline when asked."""
     profile = Profile(trace)
@@ -520,7 +525,7 @@ def _alone(trace: Trace, timeline: bool) -> Summary:
 
 def rank_summaries(traces: Sequence[Trace]) -> list[RankSummary]:
     """Each trace's RankSummary: of its Summary computed stacked where it is small (see summaries), else computing only what ranks reads (Profile.rank_summary)."""
-    small = [k for k, t in enumerate(traces) if 0 < t.events.height <= STACK_MAX_EVENTS]
+    small = [k for k, t in enumerate(traces) if _stackable(t)]
     stacked = dict(zip(small, summaries([traces[k] for k in small])))
     return [rank_summary(stacked[k]) if k in stacked else Profile(t).rank_summary() for k, t in enumerate(traces)]
 
@@ -570,7 +575,7 @@ class Stacked:
 
     def _trace_of(self, idx: str) -> pl.Expr:
         """The trace an event belongs to, from its (moved) idx."""
-        return (pl.lit(self._offset).search_sorted(pl.col(idx), side="right").cast(pl.Int64) - 1).alias(_KEY)
+        return _last_at_most(self._offset, idx)
 
     def summaries(self, timeline: bool = False) -> list[Summary]:
         """Each trace's Summary (with what its timeline draws when `timeline`), in order."""
@@ -665,7 +670,7 @@ class Stacked:
 
     def _trace_of_time(self, column: str) -> pl.Expr:
         """The trace a (moved) time lies in."""
-        return (pl.lit(self._base).search_sorted(pl.col(column), side="right").cast(pl.Int64) - 1).alias(_KEY)
+        return _last_at_most(self._base, column)
 
     def _findings(self, findings: pl.DataFrame, k: int) -> pl.DataFrame:
         """Trace k's findings with the idx and start of the events they list moved back."""
@@ -673,6 +678,11 @@ class Stacked:
             return findings
         idx, ts = pl.field("idx") - self._offset[k], pl.field("ts") - self._shift[k]
         return findings.with_columns(pl.col("events").list.eval(pl.element().struct.with_fields(idx=idx, ts=ts)))
+
+
+def _last_at_most(starts: pl.Series, column: str) -> pl.Expr:
+    """The trace key of each value of `column`: the position of the last of the traces' `starts` (non-decreasing) at or below it."""
+    return (pl.lit(starts).search_sorted(pl.col(column), side="right").cast(pl.Int64) - 1).alias(_KEY)
 
 
 def _split(frame: pl.DataFrame, kept: list[int]) -> dict[int, pl.DataFrame]:

@@ -224,7 +224,7 @@ def summarize_all(
 
     reads = None if recompute or lanes or part else known
     each = functools.partial(_summarize_many, fast=fast, lanes=lanes, max_events=max_events, recompute=recompute, timeline=timeline, part=part)
-    return _each(each, traces, jobs, executor, reads)
+    return in_chunks(each, traces, jobs, executor, reads)
 
 
 def summarize_ranks(traces: Sequence[Path], *, jobs: Jobs = 1, executor: Executor | None = None, fast: bool = True) -> list[RankSummary | NtraceError]:
@@ -233,7 +233,7 @@ def summarize_ranks(traces: Sequence[Path], *, jobs: Jobs = 1, executor: Executo
     def known(path: Path) -> RankSummary | None:  # what summarize_rank would read instead of the trace
         return _recalled_rank(path, fast, memo.entry(path, "rank", fast))
 
-    return _each(functools.partial(_summarize_ranks_many, fast=fast), traces, jobs, executor, known)
+    return in_chunks(functools.partial(_summarize_ranks_many, fast=fast), traces, jobs, executor, known)
 
 
 def _summarize_ranks_many(paths: Sequence[Path], *, fast: bool) -> list[RankSummary | NtraceError]:
@@ -262,6 +262,7 @@ def in_stacks(items: Sequence[tuple[Callable[[], T | Trace | tuple[Trace, S]], C
     """
     results: list[T | NtraceError | None] = [None] * len(items)
     pending: list[tuple[int, Trace]] = []
+    held = 0  # events of the pending traces
 
     def flush() -> None:
         try:
@@ -285,12 +286,14 @@ def in_stacks(items: Sequence[tuple[Callable[[], T | Trace | tuple[Trace, S]], C
             continue
         if isinstance(found, Trace):
             pending.append((i, found))
+            held += found.events.height
         elif isinstance(found, tuple):
             results[i] = made(*found)
         else:
             results[i] = found
-        if sum(trace.events.height for _, trace in pending) >= STACK_EVENTS:
+        if held >= STACK_EVENTS:
             flush()
+            held = 0
     flush()
     return [r for r in results if r is not None]
 
@@ -303,7 +306,10 @@ def _recalled_rank(path: Path, fast: bool, entry: Path | None) -> RankSummary | 
     return kept if isinstance(kept, RankSummary) else None
 
 
-def _each(fn: Callable[[Sequence[Path]], list[T]], traces: Sequence[Path], jobs: Jobs, executor: Executor | None, known: Callable[[Path], T | None] | None = None) -> list[T]:
+def in_chunks(
+    fn: Callable[[Sequence[Path]], list[T]], traces: Sequence[Path], jobs: Jobs, executor: Executor | None, known: Callable[[Path], T | None] | None = None,
+    stage: str = "analyzing traces",
+) -> list[T]:  # fmt: skip
     """`fn` over the traces, a chunk at a time (it returns a chunk's results, so it can summarize a chunk's small traces stacked), in order: on `executor` when given, else in the spawned worker processes workers_for gives (none when 1).
 
     Before starting workers, `known` gives what was computed earlier (stored or memo summaries),
@@ -312,17 +318,17 @@ def _each(fn: Callable[[Sequence[Path]], list[T]], traces: Sequence[Path], jobs:
     n = len(traces)
     if known is not None and executor is None and workers_for(jobs, traces) > 1:
         found = counted((_known_or_none(known, p) for p in traces), n, "reading stored summaries")
-        rest: Iterator[T] = iter(_each(fn, [p for p, result in zip(traces, found) if result is None], jobs, None))
+        rest: Iterator[T] = iter(in_chunks(fn, [p for p, result in zip(traces, found) if result is None], jobs, None, stage=stage))
         return [next(rest) if result is None else result for result in found]
     workers = workers_for(jobs, traces) if executor is None else EXECUTOR_SPREAD
     size = chunk_size(n, workers, STACKED_CHUNK) if executor is not None or workers > 1 else STACKED_CHUNK
     chunks = [traces[i : i + size] for i in range(0, n, size)]
     if executor is not None:
-        return counted(_flat(executor.map(fn, chunks)), n)
+        return counted(_flat(executor.map(fn, chunks)), n, stage)
     if workers > 1:
         with worker_pool(workers) as pool:
-            return counted(_flat(pool.map(fn, chunks)), n)
-    return counted(_flat(map(fn, chunks)), n)
+            return counted(_flat(pool.map(fn, chunks)), n, stage)
+    return counted(_flat(map(fn, chunks)), n, stage)
 
 
 def _flat(chunks: Iterable[list[T]]) -> Iterator[T]:

@@ -9,13 +9,12 @@ trace's events in its rank's, with the summary `ntrace ranks` reads beside them.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import polars as pl
 
@@ -30,7 +29,7 @@ from ntrace.profile import summaries
 from ntrace.summary import Summary
 from ntrace.trace import Trace
 from ntrace.io import memo
-from ntrace.workflows.analyze import STACKED_CHUNK, Jobs, chunk_size, counted, in_stacks, recalled, worker_pool, workers_for
+from ntrace.workflows.analyze import Jobs, in_chunks, in_stacks, recalled
 
 
 #: The longest file name (in bytes) that common file systems (ext4, XFS, APFS, NTFS in UTF-8) accept.
@@ -56,21 +55,22 @@ def _fit(name: str, limit: int) -> str:
 
 
 def _convert_many(
-    traces: Sequence[tuple[Path, str | None]], *, root: Path, out_dir: Path, limit: int, fast: bool, by_rank: bool
+    traces: Sequence[Path], *, root: Path, out_dir: Path, limit: int, fast: bool, by_rank: bool, urls: Mapping[Path, str]
 ) -> list[tuple[Path, str | None]]:  # fmt: skip
-    """Convert these traces (each with the URL it was downloaded from, or None) to `out_dir / parquet_name`, or into the dataset `out_dir` with `by_rank`: per trace (its file, None), or (where it would go, the input's error as its one-line message), so one bad file never stops the rest (an output error, a full disk say, does).
+    """Convert these traces (`urls` names those downloaded) to `out_dir / parquet_name`, or into the dataset `out_dir` with `by_rank`: per trace (its file, None), or (where it would go, the input's error as its one-line message), so one bad file never stops the rest (an output error, a full disk say, does).
 
     The summaries a local trace's memo lacks are computed stacked (workflows.analyze.in_stacks), a
     downloaded trace's always (its temporary copy is no memo key).
     """
     items = []
-    for trace, url in traces:
+    for trace in traces:
+        url = urls.get(trace)
         rel = parquet_name(trace, root, limit)
         entry = None if url is not None else memo.entry(trace, "summary", fast)  # taken before the trace is read (see memo.entry)
         write = functools.partial(_written, _write_rank if by_rank else _write, out_dir, rel, url, entry)
         items.append((functools.partial(_read, trace, fast, entry), write))
     results = in_stacks(items, summaries)
-    return [(out_dir / parquet_name(trace, root, limit), str(r)) if isinstance(r, NtraceError) else r for (trace, _), r in zip(traces, results)]
+    return [(out_dir / parquet_name(trace, root, limit), str(r)) if isinstance(r, NtraceError) else r for trace, r in zip(traces, results)]
 
 
 def _read(trace: Path, fast: bool, entry: Path | None) -> Trace | tuple[Trace, Summary]:
@@ -128,14 +128,9 @@ def _convert(root: Path, out_dir: Path, jobs: Jobs, fast: bool, by_rank: bool, s
         raise InputError(root, "holds no JSON framework trace to convert")
     base = root if root.is_dir() else root.parent
     limit = NAME_MAX - len(f"_{SUMMARY_SUFFIX}") + len(".parquet") if by_rank else NAME_MAX  # room for the summary file's name
-    work = functools.partial(_convert_many, root=base, out_dir=out_dir, limit=limit, fast=fast, by_rank=by_rank)
-    pairs = [(t, shown(str(t)) if shown else None) for t in traces]
-    workers = workers_for(jobs, traces)
-    size = chunk_size(len(traces), workers, STACKED_CHUNK) if workers > 1 else STACKED_CHUNK
-    chunks = [pairs[i : i + size] for i in range(0, len(pairs), size)]
-    with worker_pool(workers) if workers > 1 else contextlib.nullcontext() as pool:
-        done = pool.map(work, chunks) if pool is not None else map(work, chunks)
-        results = counted((r for chunk in done for r in chunk), len(traces), "converting traces")
+    urls = {t: shown(str(t)) for t in traces} if shown else {}
+    work = functools.partial(_convert_many, root=base, out_dir=out_dir, limit=limit, fast=fast, by_rank=by_rank, urls=urls)
+    results = in_chunks(work, traces, jobs, None, stage="converting traces")
     return pl.DataFrame(
         {"trace": [valid_text(str(t)) for t in traces], "parquet": [valid_text(str(o)) for o, _ in results], "error": [e for _, e in results]},
         schema={"trace": pl.String, "parquet": pl.String, "error": pl.String},
