@@ -90,3 +90,34 @@ def test_many_groups_far_apart_match_brute_force(rows: list[tuple[int, int, int]
         mine = [(r["g"] * 2**50 + s, r["g"] * 2**50 + s + d) for g, s, d in rows if g == r["g"]]
         assert r["busy"] == brute_union(mine) and r["events"] == len(mine)
         assert r["first"] == min(a for a, _ in mine) and r["last"] == max(b for _, b in mine)
+
+
+def _oracle_per_group(rows: list[tuple[int, int, int]]) -> dict[int, dict[str, int]]:
+    """Every group_busy column of each group, from its (start, end) pairs by plain integer arithmetic."""
+    out: dict[int, dict[str, int]] = {}
+    for g in sorted({g for g, _, _ in rows}):
+        mine = sorted((s, e) for h, s, e in rows if h == g)
+        first, last = mine[0][0], max(e for _, e in mine)
+        reach, gaps_ = mine[0][1], 0
+        for s, e in mine[1:]:
+            gaps_ += s > reach
+            reach = max(reach, e)
+        busy_ = brute_union(mine)
+        out[g] = {"events": len(mine), "total": sum(e - s for s, e in mine), "first": first, "last": last, "span": last - first, "busy": busy_, "idle": last - first - busy_, "gaps": gaps_}
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(-50, 400), st.integers(0, 60)), min_size=1, max_size=80))
+def test_every_column_is_the_oracles_whichever_way_the_groups_are_summed(rows: list[tuple[int, int, int]]) -> None:
+    """Each group's events, total, first, last, span, busy, idle and gaps equal plain Python's: summed over the sorted runs (no nulls) and grouped
+    (a row with a null group sends the frame there), in group order."""
+    triples = [(g, s, s + d) for g, s, d in rows]
+    expected = _oracle_per_group(triples)
+    frame = pl.DataFrame({"g": [g for g, _, _ in triples], "ts": [s for _, s, _ in triples], "end": [e for _, _, e in triples]})
+    with_null = pl.concat([frame, pl.DataFrame({"g": [None], "ts": [0], "end": [1]}, schema=frame.schema)])
+    for f in (frame, with_null):
+        out = group_busy(reaching(f, "g"), "g").filter(pl.col("g").is_not_null())
+        assert out["g"].to_list() == sorted(expected)
+        assert out["events"].dtype == pl.UInt32
+        assert {r.pop("g"): r for r in out.to_dicts()} == expected

@@ -69,21 +69,33 @@ def group_busy(ordered: pl.DataFrame, group: str, start: str = "ts", end: str = 
     """Per group of a `reaching` frame: events, summed duration, first start, last end, span, idle (sum of gaps), gaps count and busy.
 
     busy is span − idle, so busy + idle = span holds exactly per group. Rows come in group order.
+    The groups are runs of the sorted frame, so each sum is read off running sums at the run's
+    first and last rows (Int64 sums wrap the same way either way) instead of hashing the groups;
+    a frame with nulls in its group or times, which only the slower sort leaves, is grouped.
     """
-    opens_gap = pl.col(start) > pl.col("_reach")
-    return (
-        ordered.group_by(group, maintain_order=True)
-        .agg(
-            events=pl.len(),
-            total=(pl.col(end) - pl.col(start)).sum(),
-            first=pl.col(start).min(),
-            last=pl.col(end).max(),
-            idle=(pl.col(start) - pl.col("_reach")).filter(opens_gap).sum(),
-            gaps=opens_gap.sum().cast(pl.Int64),
+    g, s, e, reach = pl.col(group), pl.col(start), pl.col(end), pl.col("_reach")
+    opens_gap = s > reach
+    if sum(ordered[c].null_count() for c in (group, start, end)):
+        per = ordered.group_by(group, maintain_order=True).agg(
+            events=pl.len(), total=(e - s).sum(), first=s.min(), last=e.max(), idle=(s - reach).filter(opens_gap).sum(), gaps=opens_gap.sum().cast(pl.Int64)
         )
-        .with_columns(span=pl.col("last") - pl.col("first"))
-        .with_columns(busy=pl.col("span") - pl.col("idle"))
-    )
+    else:
+        head, tail = (g != g.shift(1)).fill_null(True), (g != g.shift(-1)).fill_null(True)
+
+        def summed(value: pl.Expr) -> pl.Expr:
+            return value.cum_sum().filter(tail) - (value.cum_sum() - value).filter(head)
+
+        row = pl.int_range(pl.len(), dtype=pl.Int64)
+        per = ordered.lazy().select(
+            g.filter(head),
+            events=(row.filter(tail) - row.filter(head) + 1).cast(pl.UInt32),
+            total=summed(e - s),
+            first=s.filter(head),
+            last=pl.max_horizontal(e, reach).filter(tail),  # the ends before the last row reach _reach at most
+            idle=summed(pl.when(opens_gap).then(s - reach).otherwise(0)),
+            gaps=summed(opens_gap.fill_null(False).cast(pl.Int64)),
+        ).collect(engine="in-memory")  # fmt: skip
+    return per.with_columns(span=pl.col("last") - pl.col("first")).with_columns(busy=pl.col("span") - pl.col("idle"))
 
 
 def busy_by(frame: pl.DataFrame, keys: list[str], start: str = "start_ts", end: str = "end_ts") -> pl.DataFrame:
