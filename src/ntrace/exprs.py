@@ -40,12 +40,14 @@ def matches(column: str, pattern: str) -> pl.Expr:
 def us_text(ns: pl.Expr) -> pl.Expr:
     """Int64 ns as exact decimal µs text ("-1.234", "1700000000000000.125"), as ntrace.units.us_text writes one value: JSON numbers without float rounding, a column at a time.
 
-    Widened to Int128 first: the magnitude of the smallest Int64 does not fit an Int64.
+    A Decimal of scale 3 holds any Int64 of ns divided by 1000 exactly (38 digits), and Polars
+    writes it with its three decimals: faster than cutting the integer's digits apart.
     """
-    wide = ns.cast(pl.Int128)
-    mag = wide.abs()
-    sign = pl.when(wide < 0).then(pl.lit("-")).otherwise(pl.lit(""))
-    return pl.concat_str(sign, (mag // 1000).cast(pl.String), pl.lit("."), (mag % 1000).cast(pl.String).str.zfill(3))
+    return (ns.cast(_US) / pl.lit(1000).cast(_US)).cast(pl.String)
+
+
+#: µs to the ns: the Decimal us_text divides in.
+_US = pl.Decimal(38, 3)
 
 
 def lookup(values: pl.Series, positions: pl.Series) -> pl.Series:
