@@ -53,6 +53,8 @@ def terminal_text(render: Callable[P, str]) -> Callable[P, str]:
 
 def json_safe(text: str) -> str:
     """JSON text with DEL and the C1 controls written as \\u escapes too (orjson escapes only C0), so it is safe to print."""
+    if text.isascii() and "\x7f" not in text:  # the C1 controls are not ASCII; isascii is a flag Python keeps
+        return text
     return text.translate(_JSON_CONTROLS)
 
 

@@ -99,7 +99,7 @@ def test_many_summaries_at_once_are_each_what_orjson_writes(cases: list[tuple[li
     expected = [document(oracle(*case)) for case in cases]
     texts = steps_texts([case_summary(case) for case in cases])  # type: ignore[misc]
     assert [document(t) for t in texts] == expected
-    with patch.object(json_render, "STACKED_STEPS", 5):  # many queries of a few steps each, a trace with more written alone
+    with patch.object(json_render, "STEPS_PER_QUERY", 5):  # many queries of a few steps each, a trace with more cut in slices
         texts = steps_texts([case_summary(case) for case in cases])  # type: ignore[misc]
     assert [document(t) for t in texts] == expected
 

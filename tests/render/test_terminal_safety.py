@@ -27,6 +27,9 @@ def test_terminal_safe_escapes_every_control_character_but_newlines() -> None:
 def test_json_safe_escapes_del_and_c1_that_json_allows_raw() -> None:
     text = json_safe(json.dumps({"n": "\x7f\x9b"}, ensure_ascii=False))
     assert "\x7f" not in text and "\x9b" not in text and json.loads(text) == {"n": "\x7f\x9b"}
+    for name in ("\x7f", "\x9b", "a\u00b5\x9b", "plain"):  # DEL alone in ASCII text, C1 alone, C1 beside other non-ASCII, nothing to escape
+        text = json_safe(json.dumps({"n": name}, ensure_ascii=False))
+        assert "\x7f" not in text and "\x9b" not in text and json.loads(text) == {"n": name}
 
 
 def test_table_cells_are_escaped_before_alignment() -> None:

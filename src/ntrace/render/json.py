@@ -63,59 +63,66 @@ def steps_texts(summaries: Sequence[Summary], indent: int = _SUMMARY_INDENT) -> 
     """Each summary's `steps` array as the JSON text orjson's OPT_INDENT_2 writes for it under a key indented `indent` spaces: each step with its host busy time per lane (the lanes with a busy column, in column order) and its devices.
 
     Long captures hold steps by the ten thousand, too many for a Python object per value, and a
-    directory holds tiny traces by the thousand, too many for a query each: the numbers of every
-    step and of every device row of all the summaries whose steps have the same columns are
-    written by one query of each frame (over the frames stacked), the names by orjson, and the
-    texts put together here, STACKED_STEPS steps at most per query, so that many long captures are
-    not all copied at once. tests/render/test_json_steps.py checks the bytes against orjson's
-    own on dicts.
+    directory holds tiny traces by the thousand, too many for a query each: the steps of all the
+    summaries whose steps have the same columns are written, names escaped as orjson escapes them,
+    by one query over them and their device rows stacked, STEPS_PER_QUERY steps at most per query
+    (a long capture's cut in slices), so that the texts of many steps are never all built at once.
+    tests/render/test_json_steps.py checks the bytes against orjson's own on dicts.
     """
-    out = [orjson.Fragment(b"[]")] * len(summaries)
-    batches: dict[tuple[str, ...], list[list[int]]] = {}
+    batches: dict[tuple[str, ...], list[list[tuple[int, pl.DataFrame]]]] = {}
     rows: dict[tuple[str, ...], int] = {}  # the steps in each column set's last batch
     for i, summary in enumerate(summaries):
-        if not (height := summary.steps.height):
-            continue
         columns = tuple(summary.steps.columns)
-        alike = batches.setdefault(columns, [[]])
-        if alike[-1] and rows[columns] + height > STACKED_STEPS:
-            alike.append([])
-            rows[columns] = 0
-        alike[-1].append(i)
-        rows[columns] = rows.get(columns, 0) + height
+        for piece in summary.steps.iter_slices(STEPS_PER_QUERY):
+            alike = batches.setdefault(columns, [[]])
+            if alike[-1] and rows[columns] + piece.height > STEPS_PER_QUERY:
+                alike.append([])
+                rows[columns] = 0
+            alike[-1].append((i, piece))
+            rows[columns] = rows.get(columns, 0) + piece.height
+    texts: dict[int, list[bytes]] = {}
     for columns, groups in batches.items():
         busy = tuple(c.removesuffix("_busy") for c in columns if c.endswith("_busy"))
         for members in groups:
-            for i, text in zip(members, _steps_of([summaries[i] for i in members], busy, indent)):
-                out[i] = text
-    return out
+            for (i, _), text in zip(members, _steps_of([(piece, summaries[i]) for i, piece in members], busy, indent)):
+                texts.setdefault(i, []).append(text)
+    end = ("\n" + " " * indent + "]").encode()
+    return [orjson.Fragment(b"[\n" + b",\n".join(texts[i]) + end) if i in texts else orjson.Fragment(b"[]") for i in range(len(summaries))]
 
 
-#: The most steps steps_texts writes with one query (a trace with more is written alone).
-STACKED_STEPS = 1 << 16
+#: The most steps steps_texts writes with one query.
+STEPS_PER_QUERY = 1 << 13
 
 
-def _steps_of(summaries: list[Summary], busy: tuple[str, ...], indent: int) -> list[orjson.Fragment]:
-    """steps_texts for summaries with steps whose columns are the same (busy lanes `busy`): one query for all their steps, one for all their device rows."""
+def _steps_of(pieces: list[tuple[pl.DataFrame, Summary]], busy: tuple[str, ...], indent: int) -> list[bytes]:
+    """Each (steps, their summary) piece's step texts, joined as in the array, for steps whose busy lanes are `busy`: one query over all the pieces' steps and device rows."""
     step_text, step_rest, device_rest = _step_texts(indent, busy)
     item, key, inner, deep = _pads(indent)
-    devices: dict[tuple[int, int | None], list[str]] = {}
-    owners = [i for i, s in enumerate(summaries) if s.step_devices.height]
-    if owners:
-        frames = [summaries[i].step_devices for i in owners]
-        texts = stacked(frames, frames[0].schema, "_s").select("_s", "step", "device", device_rest).collect(engine="in-memory")
-        for s, step, name, rest in zip(texts["_s"].to_list(), texts["step"].to_list(), _json_texts(texts["device"]), texts["rest"].to_list()):
-            devices.setdefault((owners[s], step), []).append(f'{inner}{{\n{deep}"device": {name}{rest}')
-    frames = [s.steps for s in summaries]
-    heads = stacked(frames, frames[0].schema, "_s").select("_s", "step", "name", step_text, step_rest).collect(engine="in-memory")
+    steps = stacked([steps for steps, _ in pieces], pieces[0][0].schema, "_s")
+    held = [(s, devices) for s, (piece, summary) in enumerate(pieces) if (devices := _devices_of(piece, summary)).height]
+    if held:
+        device = pl.concat_str(pl.lit(f'{inner}{{\n{deep}"device": '), _json_string(pl.col("device")), device_rest)
+        owners = pl.Series([s for s, _ in held], dtype=pl.Int64)
+        lists = (
+            stacked([devices for _, devices in held], held[0][1].schema, "_d")
+            .select(pl.lit(owners).gather(pl.col("_d")).alias("_s"), "step", device.alias("devices"))
+            .group_by("_s", "step", maintain_order=True)
+            .agg(pl.concat_str(pl.lit("[\n"), pl.col("devices").str.join(",\n"), pl.lit(f"\n{key}]")).alias("devices"))
+        )  # fmt: skip
+        steps = steps.join(lists, on=["_s", "step"], how="left", nulls_equal=True, maintain_order="left")
+    else:
+        steps = steps.with_columns(pl.lit(None, pl.String).alias("devices"))
+    row = pl.concat_str(step_text, _json_string(pl.col("name")), step_rest, pl.col("devices").fill_null("[]"), pl.lit(f"\n{item}}}"))
+    joined = steps.group_by("_s").agg(row.str.join(",\n").cast(pl.Binary).alias("text")).collect(engine="in-memory")
+    texts = dict(zip(joined["_s"].to_list(), joined["text"].to_list()))
+    return [texts[s] for s in range(len(pieces))]
 
-    def listed(at: tuple[int, int | None]) -> str:
-        return "[\n" + ",\n".join(devices[at]) + f"\n{key}]" if at in devices else "[]"
 
-    rows: list[list[str]] = [[] for _ in summaries]
-    for s, step, head, name, rest in zip(heads["_s"].to_list(), heads["step"].to_list(), heads["head"].to_list(), _json_texts(heads["name"]), heads["rest"].to_list()):
-        rows[s].append(head + name + rest + listed((s, step)) + f"\n{item}}}")
-    return [orjson.Fragment(("[\n" + ",\n".join(r) + "\n" + " " * indent + "]").encode()) for r in rows]
+def _devices_of(steps: pl.DataFrame, summary: Summary) -> pl.DataFrame:
+    """The device rows of a summary's steps that fall in `steps` (all of its steps, or a slice of them)."""
+    if steps.height == summary.steps.height:
+        return summary.step_devices
+    return summary.step_devices.join(steps.select("step"), on="step", how="semi", nulls_equal=True)
 
 
 @lru_cache(maxsize=64)
@@ -148,10 +155,14 @@ def _json_text(value: object) -> str:
     return orjson.dumps(value).decode()
 
 
-def _json_texts(values: pl.Series) -> list[str]:
-    """Each value of a column as orjson writes it, each distinct value encoded once."""
-    texts = {v: _json_text(v) for v in values.unique().to_list()}
-    return [texts[v] for v in values.to_list()]
+#: What orjson writes for each character it escapes in a string: the quote, the backslash and the controls below U+0020.
+_ESCAPES = {c: orjson.dumps(c).decode()[1:-1] for c in ['"', "\\", *map(chr, range(0x20))]}
+
+
+def _json_string(values: pl.Expr) -> pl.Expr:
+    """A string column as the JSON literals orjson writes (escaped the same), null as null."""
+    escaped = values.str.replace_many(list(_ESCAPES), list(_ESCAPES.values()))
+    return pl.concat_str(pl.lit('"'), escaped, pl.lit('"')).fill_null("null")
 
 
 def _number_text(values: pl.Expr) -> pl.Expr:
