@@ -8,6 +8,7 @@ every output reads and returns it as a frozen Summary.
 from __future__ import annotations
 
 import threading
+from collections import deque
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -48,6 +49,8 @@ _BRANCHES: tuple[tuple[str, ...], tuple[str, ...]] = (
     ("op_groups", "device_ns", "self_cpu_ns", "kernels", "neff_executions", "communication"),
     ("lanes", "categories", "tracks", "gaps", "steps", "window", "complete_count"),
 )
+#: What reads both branches, in order: taken one at a time by whichever thread has finished its branch.
+_TAIL = ("_step_work", "executions", "launched", "findings")
 
 
 class Profile:
@@ -445,19 +448,29 @@ class Profile:
         return Timeline(events, self.hardware_idle.select("track", "gap_start", "gap"))
 
     def _both_branches(self) -> None:
-        """The two _BRANCHES at once: the second on a thread of its own, whose error is raised here."""
+        """The two _BRANCHES at once, then the _TAIL by both threads as each is free: the second thread's error is raised here."""
         failed: list[BaseException] = []
+        tail = deque(_TAIL)
+
+        def work(branch: tuple[str, ...]) -> None:
+            _results(self, branch)
+            while tail:
+                try:
+                    name = tail.popleft()
+                except IndexError:  # the other thread took the last one
+                    return
+                getattr(self, name)
 
         def second() -> None:
             try:
-                _results(self, _BRANCHES[1])
+                work(_BRANCHES[1])
             except BaseException as exc:  # re-raised in the calling thread
                 failed.append(exc)
 
         helper = threading.Thread(target=second, name="ntrace-analysis")
         helper.start()
         try:
-            _results(self, _BRANCHES[0])
+            work(_BRANCHES[0])
         finally:
             helper.join()
         if failed:
