@@ -107,3 +107,17 @@ def test_many_summaries_at_once_are_each_what_orjson_writes(cases: list[tuple[li
 def test_no_steps_is_an_empty_array() -> None:
     summary = SimpleNamespace(steps=pl.DataFrame(schema={"step": pl.Int64, "name": pl.String}), step_devices=pl.DataFrame(schema={"step": pl.Int64}))
     assert document(steps_texts([summary])[0]) == document([])  # type: ignore[arg-type]
+
+
+def test_a_step_number_in_two_slices_lists_its_devices_in_both() -> None:
+    """Steps cut in slices of five: a number held by a step of each slice (and a null one in each) gets its device rows in both, as orjson writes them."""
+    steps = [{"step": n, "name": f"s{i}", "start": i * 10, "end": i * 10 + 5, "dur": 5, "device_busy": i} for i, n in enumerate([1, None, 2, 3, 4, 5, 1, None])]
+    devices = [
+        {"step": 1, "device": "a", "events": 1, "busy": 1, "idle": 0, "span": 1},
+        {"step": None, "device": "b", "events": 2, "busy": 2, "idle": 1, "span": 3},
+        {"step": 1, "device": "c\n", "events": 3, "busy": 3, "idle": 0, "span": 3},
+    ]
+    case = (steps, ["device"], devices)
+    with patch.object(json_render, "STEPS_PER_QUERY", 5):
+        text = steps_texts([case_summary(case)])[0]  # type: ignore[list-item]
+    assert document(text) == document(oracle(*case))
