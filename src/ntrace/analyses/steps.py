@@ -89,11 +89,10 @@ def launch_step(windows: pl.DataFrame, instants: pl.Series) -> pl.Series:
 
 
 def device_work(windows: pl.DataFrame, work: pl.DataFrame, by: tuple[str, ...] = ()) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Per (step, device): events, busy, idle, span of the device activities (device, ts, end, dur, call_ts) each step launched, with the windows' `by` columns; and the activities launched in no step."""
+    """Per (step, device): events, busy, idle, span of the device activities (idx, device, ts, end, dur, call_ts) each step launched, with the windows' `by` columns; and the idx and dur of the activities launched in no step."""
     step = launch_step(windows, work["call_ts"])
-    placed = work.with_columns(_w=step)
-    outside = placed.filter(pl.col("_w").is_null())
-    inside = placed.filter(pl.col("_w").is_not_null())
+    outside = work.select("idx", "dur").filter(step.is_null())
+    inside = work.select("device", "ts", "end", step.alias("_w")).filter(pl.col("_w").is_not_null())  # no copy of every column first
     schema = pl.Schema({**{k: pl.Int64() for k in by}, **DEVICE_SCHEMA})
     if inside.is_empty():
         return pl.DataFrame(schema=schema), outside
