@@ -63,10 +63,11 @@ def host_busy(windows: pl.DataFrame, host: pl.DataFrame | pl.LazyFrame) -> pl.Da
         .filter(pl.col("_w") >= 0)
         .with_columns(_wend=pl.lit(windows["end"]).gather(pl.col("_w")))
         .filter(pl.col("ts") < pl.col("_wend"))
-        .select("_w", "lane", "ts", end=pl.min_horizontal("end", "_wend"))
+        .select(_g=pl.col("_w") * lanes + pl.col("lane").to_physical().cast(pl.Int64), ts="ts", end=pl.min_horizontal("end", "_wend"))
         .collect(engine="in-memory")
     )
-    keyed = reaching(clipped.select(_g=pl.col("_w") * lanes + pl.col("lane").to_physical().cast(pl.Int64), ts="ts", end="end"), "_g")
+    keyed = reaching(clipped, "_g")
+    del clipped  # reaching returned a sorted copy
     busy = group_busy(keyed, "_g").select(_w=pl.col("_g") // lanes, lane=pl.col("_g") % lanes, busy="busy")
     wide = busy.group_by("_w").agg(pl.col("busy").filter(pl.col("lane") == LANES.index(lane)).sum().alias(f"{lane}_busy") for lane in HOST_LANES)
     return out.join(wide, on="_w", how="left").drop("_w").with_columns(pl.col(f"{lane}_busy").fill_null(0) for lane in HOST_LANES)
