@@ -41,9 +41,10 @@ def us_text(ns: pl.Expr) -> pl.Expr:
     """Int64 ns as exact decimal µs text ("-1.234", "1700000000000000.125"), as ntrace.units.us_text writes one value: JSON numbers without float rounding, a column at a time.
 
     A Decimal of scale 3 holds any Int64 of ns divided by 1000 exactly (38 digits), and Polars
-    writes it with its three decimals: faster than cutting the integer's digits apart.
+    writes it with its three decimals: faster than cutting the integer's digits apart. The
+    quotient is cast to scale 3 again, as older Polars gives it more decimals.
     """
-    return (ns.cast(_US) / pl.lit(1000).cast(_US)).cast(pl.String)
+    return (ns.cast(_US) / pl.lit(1000).cast(_US)).cast(_US).cast(pl.String)
 
 
 #: µs to the ns: the Decimal us_text divides in.
