@@ -1,4 +1,4 @@
-"""ntrace.exprs: fmt gives what pl.format gives (text of every type, nulls, several placeholders); matches gives what re.search gives row by row; lookup and nulls give what plain list indexing gives; on_polars_thread runs a function on a pool thread and hands back what it returned or raised."""
+"""ntrace.exprs: fmt gives what pl.format gives (text of every type, nulls, several placeholders); matches gives what re.search gives row by row; lookup and nulls give what plain list indexing gives; json_string quotes as orjson does; on_polars_thread runs a function on a pool thread and hands back what it returned or raised."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ import subprocess
 import sys
 import threading
 
+import orjson
 import polars as pl
 import pytest
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ntrace.exprs import fmt, lookup, matches, nulls, on_polars_thread, stacked
+from ntrace.exprs import fmt, json_string, lookup, matches, nulls, on_polars_thread, stacked
 
 
 def test_fmt_equals_polars_format() -> None:
@@ -32,6 +33,14 @@ def test_matches_is_a_regex_search_per_row_of_text_and_categorical(values: list[
         for dtype in (pl.String, pl.Categorical):
             frame = pl.DataFrame({"name": values}, schema={"name": pl.String}).with_columns(pl.col("name").cast(dtype))
             assert frame.select(matches("name", pattern)).to_series().to_list() == want
+
+
+@given(st.lists(st.one_of(st.none(), st.text()), max_size=30))
+def test_json_string_is_what_orjson_writes(values: list[str | None]) -> None:
+    """Each value quoted and escaped as orjson writes it (null as null): every character below U+0300 and DEL/C1, plus any drawn text."""
+    column = [*values, "".join(map(chr, range(0x300))), "\x7f\x9b", None]
+    got = pl.select(json_string(pl.lit(pl.Series(column, dtype=pl.String)))).to_series().to_list()
+    assert got == [orjson.dumps(v).decode() for v in column]
 
 
 def test_fmt_counts_its_placeholders() -> None:

@@ -51,6 +51,11 @@ def us_text(ns: pl.Expr) -> pl.Expr:
 _US = pl.Decimal(38, 3)
 
 
+def json_string(values: pl.Expr) -> pl.Expr:
+    """A string column as JSON string literals, null as `null`: escaped as orjson escapes them (the quote, the backslash and the C0 controls; DEL, C1 and the rest of Unicode left as they are)."""
+    return pl.struct(values.alias("v")).struct.json_encode().str.strip_prefix('{"v":').str.strip_suffix("}")
+
+
 def lookup(values: pl.Series, positions: pl.Series) -> pl.Series:
     """values[positions], null where a position is null: looked up directly, as row indices, where `gather` builds a one-expression query (most of its cost on a small frame)."""
     return values[positions.cast(pl.UInt32)]

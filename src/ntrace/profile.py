@@ -454,10 +454,10 @@ class Profile:
 
         def work(branch: tuple[str, ...]) -> None:
             _results(self, branch)
-            while tail:
+            while True:
                 try:
                     name = tail.popleft()
-                except IndexError:  # the other thread took the last one
+                except IndexError:  # none left (the other thread may have taken the last one)
                     return
                 getattr(self, name)
 

@@ -12,7 +12,7 @@ from ntrace.analyses.device import ENGINES, DeviceReport
 from ntrace.analyses.memory import OP_COLUMNS as MEMORY_OP_COLUMNS
 from ntrace.analyses.memory import device_label
 from ntrace.analyses.opview import OpView
-from ntrace.exprs import each_on_polars_thread, on_polars_thread, stacked, us_text as us_text_of
+from ntrace.exprs import each_on_polars_thread, json_string, on_polars_thread, stacked, us_text as us_text_of
 from ntrace.errors import json_safe
 from ntrace.render.tables import op_tables_of, rank_figure_name
 from ntrace.neuron.artifacts import Session
@@ -98,10 +98,10 @@ def _steps_of(pieces: list[tuple[pl.DataFrame, Summary]], busy: tuple[str, ...],
     """Each (steps, their summary) piece's step texts, joined as in the array, for steps whose busy lanes are `busy`: one query over all the pieces' steps and device rows."""
     step_text, step_rest, device_rest = _step_texts(indent, busy)
     item, key, inner, deep = _pads(indent)
-    steps = stacked([steps for steps, _ in pieces], pieces[0][0].schema, "_s")
+    steps = stacked([piece for piece, _ in pieces], pieces[0][0].schema, "_s")
     held = [(s, devices) for s, (piece, summary) in enumerate(pieces) if (devices := _devices_of(piece, summary)).height]
     if held:
-        device = pl.concat_str(pl.lit(f'{inner}{{\n{deep}"device": '), _json_string(pl.col("device")), device_rest)
+        device = pl.concat_str(pl.lit(f'{inner}{{\n{deep}"device": '), json_string(pl.col("device")), device_rest)
         owners = pl.Series([s for s, _ in held], dtype=pl.Int64)
         lists = (
             stacked([devices for _, devices in held], held[0][1].schema, "_d")
@@ -112,7 +112,7 @@ def _steps_of(pieces: list[tuple[pl.DataFrame, Summary]], busy: tuple[str, ...],
         steps = steps.join(lists, on=["_s", "step"], how="left", nulls_equal=True, maintain_order="left")
     else:
         steps = steps.with_columns(pl.lit(None, pl.String).alias("devices"))
-    row = pl.concat_str(step_text, _json_string(pl.col("name")), step_rest, pl.col("devices").fill_null("[]"), pl.lit(f"\n{item}}}"))
+    row = pl.concat_str(step_text, json_string(pl.col("name")), step_rest, pl.col("devices").fill_null("[]"), pl.lit(f"\n{item}}}"))
     joined = steps.group_by("_s").agg(row.str.join(",\n").cast(pl.Binary).alias("text")).collect(engine="in-memory")
     texts = dict(zip(joined["_s"].to_list(), joined["text"].to_list()))
     return [texts[s] for s in range(len(pieces))]
@@ -153,16 +153,6 @@ def _pads(indent: int) -> tuple[str, ...]:
 def _json_text(value: object) -> str:
     """One value as orjson writes it (a string quoted and escaped exactly as in the rest of the document)."""
     return orjson.dumps(value).decode()
-
-
-#: What orjson writes for each character it escapes in a string: the quote, the backslash and the controls below U+0020.
-_ESCAPES = {c: orjson.dumps(c).decode()[1:-1] for c in ['"', "\\", *map(chr, range(0x20))]}
-
-
-def _json_string(values: pl.Expr) -> pl.Expr:
-    """A string column as the JSON literals orjson writes (escaped the same), null as null."""
-    escaped = values.str.replace_many(list(_ESCAPES), list(_ESCAPES.values()))
-    return pl.concat_str(pl.lit('"'), escaped, pl.lit('"')).fill_null("null")
 
 
 def _number_text(values: pl.Expr) -> pl.Expr:

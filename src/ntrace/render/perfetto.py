@@ -30,7 +30,7 @@ import polars as pl
 
 from ntrace.analyses.totals import track
 from ntrace.errors import NtraceError
-from ntrace.exprs import fmt, us_text
+from ntrace.exprs import fmt, json_string, us_text
 from ntrace.io import source_args as read_source_args
 from ntrace.io.atomic import atomic_open
 from ntrace.lanes import LANES
@@ -49,11 +49,6 @@ _CHUNK = 8192
 
 #: args keys written back, in Kineto's spelling, from the events frame's columns.
 _ARGS = {"External id": "external_id", "correlation": "correlation", "Sequence number": "sequence", "stream": "stream", "device": "device"}
-
-
-def _json_text(col: str) -> pl.Expr:
-    """A string column as a JSON string literal (escaped), or `null`."""
-    return pl.struct(pl.col(col).alias("v")).struct.json_encode().str.strip_prefix('{"v":').str.strip_suffix("}")
 
 
 def _args_text() -> pl.Expr:
@@ -199,12 +194,12 @@ def _metadata(place: Placement) -> list[dict[str, Any]]:
 
 def _event_lines(events: pl.DataFrame) -> pl.Series:
     """One JSON object text per complete, instant and counter event, with its source args (else its linking args)."""
-    common: dict[str, pl.Expr | str | int] = {"name": _json_text("name"), "cat": _json_text("cat"), "pid": pl.col("out_pid"), "tid": pl.col("out_tid"), "ts": us_text(pl.col("ts"))}
+    common: dict[str, pl.Expr | str | int] = {"name": json_string(pl.col("name")), "cat": json_string(pl.col("cat")), "pid": pl.col("out_pid"), "tid": pl.col("out_tid"), "ts": us_text(pl.col("ts"))}
     args = pl.coalesce(pl.col("args"), _args_text())
     line = (
         pl.when(pl.col("ph") == "X")
         .then(_obj(ph="X", **common, dur=us_text(pl.col("dur")), args=args))
-        .otherwise(_obj(ph=_json_text("ph"), **common, args=args))
+        .otherwise(_obj(ph=json_string(pl.col("ph")), **common, args=args))
     )
     return events.select(line).to_series()
 
