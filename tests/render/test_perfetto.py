@@ -229,3 +229,29 @@ def test_overlap_levels_equal_a_walk_over_whole_lists() -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(perfetto, "_CHUNK", 7)
         assert overlap_levels(*columns) == expected
+
+
+def test_gaps_and_flows_are_written_in_their_frames_order(tmp_path: Path) -> None:
+    """Idle gaps numbered and written in the order of the profile's hardware_idle rows, each on its device's process, and flows in the order of its links:
+    the same file on every run (an inner join keeps no order of its own, and its hash seeds change from run to run)."""
+    events = []
+    # twelve devices, of which the last four idle between two kernels each: fewer gaps than devices
+    for k, device in enumerate([*range(12), 11, 10, 9, 8]):
+        t = 10 * k
+        events += [
+            x("cudaLaunchKernel", "cuda_runtime", t, 1, pid=7, tid=8, correlation=k + 1),
+            x(f"kernel_{k}", "kernel", t + 2, 3, pid=device, tid=0, correlation=k + 1),
+        ]
+    profile = load(write_trace(tmp_path / "many.json", events))
+    doc = json.loads(perfetto_json(profile))
+    lines = _events(doc)
+    names = {e["pid"]: e["args"]["name"] for e in lines if e["name"] == "process_name"}
+    begins = [e for e in lines if e.get("cat") == GAP_CATEGORY and e["ph"] == "b"]
+    idle = profile.hardware_idle
+    assert len(begins) == idle.height == 4
+    assert [e["id"] for e in begins] == list(range(1, idle.height + 1))
+    assert [(names[e["pid"]].removeprefix("hardware · "), Decimal(str(e["ts"]))) for e in begins] == [
+        (track, Decimal(ns) / 1000) for track, ns in idle.select("track", "gap_start").iter_rows()
+    ]
+    starts = [e for e in lines if e["ph"] == "s"]
+    assert [e["id"] for e in starts] == list(range(1, profile.links.height + 1))

@@ -209,8 +209,8 @@ def _flow_lines(profile: Profile, events: pl.DataFrame) -> pl.Series:
     where = events.select("idx", "out_pid", "out_tid", "ts")
     links = (
         profile.links.with_row_index("flow", offset=1)
-        .join(where.rename(lambda c: f"call_{c}"), on="call_idx")
-        .join(where.rename(lambda c: f"exec_{c}"), on="exec_idx")
+        .join(where.rename(lambda c: f"call_{c}"), on="call_idx", maintain_order="left")  # the lines in link order: an inner join keeps none of its own
+        .join(where.rename(lambda c: f"exec_{c}"), on="exec_idx", maintain_order="left")
     )
     flow: dict[str, pl.Expr | str | int] = {"name": "ac2g", "cat": "ac2g", "id": pl.col("flow")}
     start = _obj(ph="s", **flow, pid=pl.col("call_out_pid"), tid=pl.col("call_out_tid"), ts=us_text(pl.col("call_ts")))
@@ -220,7 +220,7 @@ def _flow_lines(profile: Profile, events: pl.DataFrame) -> pl.Series:
 
 def _gap_lines(profile: Profile, devices: pl.DataFrame) -> pl.Series:
     """Each hardware idle gap as an async slice (b/e pair) on its device's process (`devices`: track, out_pid)."""
-    gaps = profile.hardware_idle.join(devices, on="track").with_row_index("gap_id", offset=1)
+    gaps = profile.hardware_idle.join(devices, on="track", maintain_order="left").with_row_index("gap_id", offset=1)  # ids in gap order, run after run
     gap: dict[str, pl.Expr | str | int] = {"name": "hardware idle", "cat": GAP_CATEGORY, "id": pl.col("gap_id"), "pid": pl.col("out_pid"), "tid": 0}
     begin = _obj(ph="b", **gap, ts=us_text(pl.col("gap_start")), args=_obj(idle_us=us_text(pl.col("gap"))))
     end = _obj(ph="e", **gap, ts=us_text(pl.col("gap_end")))
