@@ -105,4 +105,4 @@ def busy_by(frame: pl.DataFrame, keys: list[str], start: str = "start_ts", end: 
         return codes.drop("_g").with_columns(events=pl.lit(0, pl.Int64), total=pl.lit(0, pl.Int64), busy=pl.lit(0, pl.Int64))
     keyed = frame.join(codes, on=keys, how="left", nulls_equal=True).select("_g", ts=start, end=end)
     per = group_busy(reaching(keyed, "_g"), "_g").select("_g", events=pl.col("events").cast(pl.Int64), total="total", busy="busy")
-    return codes.join(per, on="_g", how="left").drop("_g")
+    return codes.join(per, on="_g", how="left", maintain_order="left").drop("_g")

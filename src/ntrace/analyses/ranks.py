@@ -165,7 +165,7 @@ def clock_offsets(instances: pl.DataFrame, ranks: list[int]) -> tuple[pl.DataFra
     ref = instances.filter(pl.col("rank") == min(ranks)).select("name", "key", ref_end="end")
     diffs = instances.join(ref, on=["name", "key"]).with_columns(d=pl.col("end").cast(pl.Int128) - pl.col("ref_end"))
     per = diffs.group_by("rank").agg(offset=nearest_rank_expr("d", 50))
-    offsets = pl.DataFrame({"rank": ranks}, schema={"rank": pl.Int64}).join(per, on="rank", how="left").with_columns(pl.col("offset").fill_null(0))
+    offsets = pl.DataFrame({"rank": ranks}, schema={"rank": pl.Int64}).join(per, on="rank", how="left", maintain_order="left").with_columns(pl.col("offset").fill_null(0))
     far = offsets.filter(~_fits("offset"))["rank"].to_list()
     return offsets.select("rank", pl.when(_fits("offset")).then("offset").otherwise(0).cast(pl.Int64).alias("offset")), far
 
@@ -221,7 +221,7 @@ def stragglers(instances: pl.DataFrame, offsets: pl.DataFrame, per_instance: pl.
     per = last.group_by("rank").agg(times_last=pl.len(), wait_caused=pl.col("behind").sum())
     return (
         offsets.select("rank")
-        .join(per, on="rank", how="left")
+        .join(per, on="rank", how="left", maintain_order="left")
         .select(
             "rank",
             times_last=pl.col("times_last").fill_null(0).cast(pl.Int64),

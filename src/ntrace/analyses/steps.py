@@ -70,7 +70,7 @@ def host_busy(windows: pl.DataFrame, host: pl.DataFrame | pl.LazyFrame) -> pl.Da
     del clipped  # reaching returned a sorted copy
     busy = group_busy(keyed, "_g").select(_w=pl.col("_g") // lanes, lane=pl.col("_g") % lanes, busy="busy")
     wide = busy.group_by("_w").agg(pl.col("busy").filter(pl.col("lane") == LANES.index(lane)).sum().alias(f"{lane}_busy") for lane in HOST_LANES)
-    return out.join(wide, on="_w", how="left").drop("_w").with_columns(pl.col(f"{lane}_busy").fill_null(0) for lane in HOST_LANES)
+    return out.join(wide, on="_w", how="left", maintain_order="left").drop("_w").with_columns(pl.col(f"{lane}_busy").fill_null(0) for lane in HOST_LANES)
 
 
 def launch_step(windows: pl.DataFrame, instants: pl.Series) -> pl.Series:

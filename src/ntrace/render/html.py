@@ -99,7 +99,7 @@ def idle_histogram(profile: Summary) -> str:
     )
     low, high = counts["b"].min(), counts["b"].max()
     assert isinstance(low, int) and isinstance(high, int)
-    full = pl.DataFrame({"b": pl.int_range(low, high + 1, eager=True)}).join(counts, on="b", how="left").fill_null(0)
+    full = pl.DataFrame({"b": pl.int_range(low, high + 1, eager=True)}).join(counts, on="b", how="left", maintain_order="left").fill_null(0)
     top = full["n"].max()
     w, h, plot_h = 26, 200, 140
     bars = []

@@ -162,7 +162,7 @@ def steps_frame(profile: Summary) -> pl.DataFrame:
 def step_devices_frame(profile: Summary) -> pl.DataFrame:
     """Per (step, device): the device work the step launched, its events, busy, idle and span (µs; busy + idle = span)."""
     names = profile.steps.select("step", "name")
-    return profile.step_devices.join(names, on="step", how="left").select("step", "name", "device", "events", *to_us("busy", "idle", "span"))
+    return profile.step_devices.join(names, on="step", how="left", maintain_order="left").select("step", "name", "device", "events", *to_us("busy", "idle", "span"))
 
 
 def findings_frame(profile: Summary) -> pl.DataFrame:
@@ -270,8 +270,8 @@ def artifact_files_frame(sessions: Sequence[Session]) -> pl.DataFrame:
             how="vertical_relaxed",
         )
         frames.append(
-            files.join(partners, on="path", how="left")
-            .join(s.unpaired.select("path", reason="reason"), on="path", how="left")
+            files.join(partners, on="path", how="left", maintain_order="left")
+            .join(s.unpaired.select("path", reason="reason"), on="path", how="left", maintain_order="left")
             .select(dir=pl.lit(str(s.dir)), path="path", kind="kind", size="size", hash="hash", valid="valid", paired_with="paired_with", rule="rule", note=pl.coalesce("note", "reason"))
         )
     return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()

@@ -165,7 +165,7 @@ def _aligned(keyed: pl.DataFrame, numbers: list[int], warnings: list[str]) -> tu
             break
         warnings += [f"rank {n}: its clock lies further from rank {aligned[0]}'s than int64 ns reach; left out of the collective matching (offset 0)" for n in far]
         aligned = [n for n in aligned if n not in far]
-    return found, pl.DataFrame({"rank": numbers}, schema={"rank": pl.Int64}).join(offsets, on="rank", how="left").with_columns(pl.col("offset").fill_null(0))
+    return found, pl.DataFrame({"rank": numbers}, schema={"rank": pl.Int64}).join(offsets, on="rank", how="left", maintain_order="left").with_columns(pl.col("offset").fill_null(0))
 
 
 def rank_analysis(ranked: Sequence[tuple[int, str, RankSummary]], warnings: list[str]) -> RankAnalysis:
@@ -187,7 +187,7 @@ def rank_analysis(ranked: Sequence[tuple[int, str, RankSummary]], warnings: list
     per_instance, left_out = rk.aligned_instances(found, offsets)
     if left_out:
         warnings.append(f"{plural(left_out, 'matched collective instance')} left out: on the aligned clocks their skews or waits would pass what int64 ns hold")
-    table = pl.DataFrame(rows, infer_schema_length=None).join(offsets.select("rank", "offset"), on="rank")
+    table = pl.DataFrame(rows, infer_schema_length=None).join(offsets.select("rank", "offset"), on="rank", maintain_order="left")
     columns = ["rank", "trace", "rule", "steps", "step_p50", "step_p90", *(f"busy_{lane}" for lane in lanes), *FIGURES[3:]]
     table = table.with_columns(pl.col(f"busy_{lane}").fill_null(0) for lane in lanes).select(columns)
     figures = columns[3:]
