@@ -141,6 +141,22 @@ def test_sessions_do_not_mix(tmp_path: Path) -> None:
     assert all(s.pairs.is_empty() and s.unpaired.height == 1 for s in sessions)
 
 
+def test_sessions_without_artifacts_have_the_tables_of_one_with_them(tmp_path: Path) -> None:
+    """A session with no NEFF/NTFF/.pb file skips the tables' queries: its tables are still empty ones of the same columns and types."""
+    _touch(tmp_path / "i-0abc_pid_5", "neff_7.neff", "neff_8.neff", "7_instid_0_vnc_0.ntff", "ntrace.pb")
+    (tmp_path / "i-0abc_pid_6").mkdir()
+    (tmp_path / "i-0abc_pid_6" / "trace.json").write_text(TRACE)
+    (tmp_path / "neuron_framework_trace_rank_0.json").write_text(TRACE)
+    loose, full, bare = find_sessions(tmp_path)
+    assert (full.pid, bare.pid, loose.pid) == (5, 6, None)
+    assert (full.neffs.height, full.ntffs.height, full.pbs.height, full.pairs.height, full.unpaired.height) == (2, 1, 1, 1, 1)
+    for table in ("neffs", "ntffs", "pbs", "pairs", "unpaired"):
+        assert getattr(bare, table).schema == getattr(full, table).schema and getattr(bare, table).is_empty()
+        assert getattr(loose, table).schema == getattr(full, table).schema
+    assert not bare.has_artifacts and not loose.has_artifacts
+    assert loose.unpaired["path"].to_list() == [str(tmp_path / "neuron_framework_trace_rank_0.json")]
+
+
 def test_misplaced_framework_trace_is_reported_not_guessed(tmp_path: Path) -> None:
     (tmp_path / "neuron_framework_trace_rank_0.json").write_text(TRACE)
     _touch(tmp_path / "i-0abc_pid_5" / "ts", "neff_1_vnc_0.neff", "profile_nc_0_session_0.ntff")

@@ -7,6 +7,7 @@ sizes are read. Every pair names the rule that made it, and every file left unpa
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -136,15 +137,23 @@ def build_session(directory: Path, traces: list[Path], files: list[Path], profil
     """
     instance, pid, timestamp = session_fields(directory)
     by_suffix = {s: [p for p in files if p.suffix == s] for s in _ARTIFACT_SUFFIXES}
-    neffs = neff_table(by_suffix[".neff"])
-    ntffs = ntff_table(by_suffix[".ntff"])
+    if any(by_suffix.values()):
+        neffs, ntffs, pbs = neff_table(by_suffix[".neff"]), ntff_table(by_suffix[".ntff"]), pb_table(by_suffix[".pb"])
+    else:  # most directories of a many-rank job: no query per session
+        neffs, ntffs, pbs = _no_artifact_tables()
     pairs = pair(neffs, ntffs)
     misplaced = [t for t in traces if MISPLACED_TRACE.match(t.name) and pid is None]
     profiles = tuple(find_profiles(directory, profile_depth))
     return Session(
-        directory, instance, pid, timestamp, tuple(traces), neffs, ntffs, pb_table(by_suffix[".pb"]), pairs,
+        directory, instance, pid, timestamp, tuple(traces), neffs, ntffs, pbs, pairs,
         unpaired(neffs, ntffs, pairs, misplaced), profiles, tuple(p for p in files if FRAMEWORK_MAPPING.match(p.name)),
     )
+
+
+@functools.cache
+def _no_artifact_tables() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The NEFF, NTFF and .pb tables of a session without such files, built once per process and shared (frames are values)."""
+    return neff_table([]), ntff_table([]), pb_table([])
 
 
 def _sizes(paths: list[Path]) -> pl.DataFrame:
@@ -218,15 +227,22 @@ def pb_table(paths: list[Path]) -> pl.DataFrame:
 
 
 _PAIR_SCHEMA = pl.Schema({"neff": pl.String(), "ntff": pl.String(), "rule": pl.String()})
+_UNPAIRED_SCHEMA = pl.Schema({"path": pl.String(), "reason": pl.String()})
+#: No pair, and nothing unpaired: shared by every session without artifacts (frames are values).
+_NO_PAIRS, _NONE_UNPAIRED = pl.DataFrame(schema=_PAIR_SCHEMA), pl.DataFrame(schema=_UNPAIRED_SCHEMA)
 
 
 def pair(neffs: pl.DataFrame, ntffs: pl.DataFrame) -> pl.DataFrame:
     """NEFF ↔ NTFF pairs of the valid NEFFs: same numeric hash in both names (rule "hash"), or a session-mode NTFF of core n with every NEFF named `_vnc_<n>` (rule "session-core", an inference)."""
-    return _matches(neffs.filter(pl.col("valid")), ntffs)
+    return _matches(neffs, ntffs, valid_only=True)
 
 
-def _matches(neffs: pl.DataFrame, ntffs: pl.DataFrame) -> pl.DataFrame:
-    """The NEFF ↔ NTFF pairs the names make, whether or not the NEFF decoded."""
+def _matches(neffs: pl.DataFrame, ntffs: pl.DataFrame, valid_only: bool = False) -> pl.DataFrame:
+    """The NEFF ↔ NTFF pairs the names make, of the NEFFs that decoded (`valid_only`) or of every NEFF given."""
+    if neffs.is_empty() or ntffs.is_empty():  # both rules join the two: no pair, and no query (most sessions of a many-rank job)
+        return _NO_PAIRS
+    if valid_only:
+        neffs = neffs.filter(pl.col("valid"))
     by_hash = (
         neffs.filter(pl.col("hash").is_not_null())
         .select(neff="path", hash="hash")
@@ -244,6 +260,15 @@ def _matches(neffs: pl.DataFrame, ntffs: pl.DataFrame) -> pl.DataFrame:
 
 def unpaired(neffs: pl.DataFrame, ntffs: pl.DataFrame, pairs: pl.DataFrame, misplaced: list[Path]) -> pl.DataFrame:
     """Every valid NEFF and every NTFF in no pair, and every misplaced framework trace, with the reason in words (an invalid NEFF is reported as such, not here)."""
+    lone_traces = pl.DataFrame(
+        {
+            "path": [str(p) for p in misplaced],
+            "reason": ["misplaced framework trace: it belongs inside its <instance-id>_pid_<pid>/ directory; not matched to a session"] * len(misplaced),
+        },
+        schema=_UNPAIRED_SCHEMA,
+    ) if misplaced else _NONE_UNPAIRED
+    if neffs.is_empty() and ntffs.is_empty():  # no file to pair: only the traces (most sessions of a many-rank job)
+        return lone_traces
     hash_, vnc = pl.col("hash"), pl.col("vnc").cast(pl.String)
     lone_neffs = neffs.filter(pl.col("valid")).join(pairs.select(path="neff"), on="path", how="anti").select(
         "path",
@@ -275,19 +300,12 @@ def unpaired(neffs: pl.DataFrame, ntffs: pl.DataFrame, pairs: pl.DataFrame, misp
         .then(pl.lit("NTFF named by execution (profile_exec_<n>.ntff) carries no hash or core: not paired"))
         .otherwise(pl.lit("NTFF name follows no known scheme: not paired")),
     )
-    lone_traces = pl.DataFrame(
-        {
-            "path": [str(p) for p in misplaced],
-            "reason": ["misplaced framework trace: it belongs inside its <instance-id>_pid_<pid>/ directory; not matched to a session"] * len(misplaced),
-        },
-        schema={"path": pl.String, "reason": pl.String},
-    )
     return pl.concat([lone_neffs, lone_ntffs, lone_traces])
 
 
 def artifact_warnings(sessions: list[Session]) -> list[str]:
     """One line per invalid NEFF and per unpaired file, `<path>: <why>`, for the run's warnings."""
     return [
-        *(f"{r['path']}: {r['problem']}" for s in sessions for r in s.neffs.filter(~pl.col("valid")).iter_rows(named=True)),
+        *(f"{r['path']}: {r['problem']}" for s in sessions if s.neffs.height for r in s.neffs.filter(~pl.col("valid")).iter_rows(named=True)),
         *(f"{r['path']}: {r['reason']}" for s in sessions for r in s.unpaired.iter_rows(named=True)),
     ]
