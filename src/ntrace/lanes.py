@@ -88,21 +88,23 @@ def lane_table(extra: Mapping[str, str] | None = None) -> pl.DataFrame:
 def classify(events: pl.DataFrame, table: pl.DataFrame | None = None) -> pl.DataFrame:
     """Add `lane` and `side` to every event; categories the table does not name go to `other` on the host."""
     table = lane_table() if table is None else table
-    cats = table["category"].str.to_lowercase()
-    # each distinct category looked up once, then given to its events by code: a lookup of every
-    # event's text held 30-40 MiB more at its peak (330k events), a join would copy every column
+    by_category = dict(zip(table["category"].str.to_lowercase(), zip(table["lane"], table["side"])))
+    # each distinct category looked up once (a few dozen, in Python: a query per lookup costs more on a
+    # small trace), then given to its events by code in one query: a lookup of every event's text held
+    # 30-40 MiB more at its peak (330k events), a join would copy every column
     names = events["cat"].unique().drop_nulls()
-    code = events["cat"].cast(pl.Enum(names)).to_physical()
     lower = names.str.to_lowercase()
-    lane = lower.replace_strict(cats, table["lane"], default="other", return_dtype=pl.Enum(LANES))
-    side = lower.replace_strict(cats, table["side"], default="host", return_dtype=pl.Categorical)
-    out = events.with_columns(lane=lookup(lane, code).fill_null("other"), side=lookup(side, code).fill_null("host"))
+    found = [by_category.get(c, ("other", "host")) for c in lower.to_list()]
+    lane, side = pl.Series([a for a, _ in found], dtype=pl.Enum(LANES)), pl.Series([b for _, b in found], dtype=pl.Categorical)
+    code = pl.col("cat").cast(pl.Enum(names)).to_physical()
+    out = events.with_columns(lane=pl.lit(lane).gather(code).fill_null("other"), side=pl.lit(side).gather(code).fill_null("host"))
     ruled = {cat for cat, *_ in NAME_RULES} & set(lower.to_list())
     if not ruled:  # the common case: no category that needs its names read
         return out
     # the rules read names only in their categories' rows: those rows are picked by code, and only their names matched
-    rows = lookup(lower.is_in(list(ruled)), code).fill_null(False).arg_true()
-    picked = pl.DataFrame({"cat": lookup(lower, lookup(code, rows)), "name": events["name"].gather(rows).cast(pl.String).fill_null(""), "lane": out["lane"].gather(rows), "side": out["side"].gather(rows)})
+    codes = events.select(code).to_series()
+    rows = lookup(lower.is_in(list(ruled)), codes).fill_null(False).arg_true()
+    picked = pl.DataFrame({"cat": lookup(lower, lookup(codes, rows)), "name": events["name"].gather(rows).cast(pl.String).fill_null(""), "lane": out["lane"].gather(rows), "side": out["side"].gather(rows)})
     new_lane, new_side = pl.col("lane"), pl.col("side")
     for rule_cat, pattern, rule_lane, rule_side, _ in reversed(NAME_RULES):  # the first rule applied last: it wins
         hit = (pl.col("cat") == rule_cat) & pl.col("name").str.contains(pattern)
