@@ -86,3 +86,32 @@ def test_frame_takes_its_columns_and_builds_them_as_a_trace_holds_them(tmp_path:
         assert texts["ts"].to_list() == [1500, 4000, 4000, 6000] and texts["mem_bytes"].to_list() == [None] * 4
         frames.append(texts)
     assert frames[0].equals(frames[1])
+
+
+def test_complete_events_without_a_start_a_duration_or_an_end_int64_holds(tmp_path: Path) -> None:
+    """One query counts the three faults: a complete event without ts is left out, a missing or negative dur counts as 0 (on every event), an end past int64 is left out; each warned with its count, on both decoders."""
+    big = 9223372036854775  # µs: its ns fit int64, and 0.808 µs more do not
+    events = [
+        {"ph": "X", "name": "no ts", "cat": "cpu_op", "pid": 1, "tid": 1, "dur": 3},
+        {"ph": "X", "name": "negative", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 10, "dur": -4},
+        {"ph": "X", "name": "no dur", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 20},
+        {"ph": "X", "name": "past", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": big, "dur": 1},
+        {"ph": "X", "name": "last that fits", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": big, "dur": 0.807},
+        {"ph": "X", "name": "no ts, negative", "cat": "cpu_op", "pid": 1, "tid": 1, "dur": -1},
+        {"ph": "i", "name": "instant", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 30},
+        {"ph": "X", "name": "fine", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 40, "dur": 2},
+    ]
+    path = tmp_path / "t.json"
+    path.write_bytes(orjson.dumps({"traceEvents": events}))
+    for fast in (True, False):
+        trace = read_kineto(path, fast=fast)
+        got = trace.events.select(pl.col("name").cast(pl.String), "ts", "dur", "end").rows()
+        assert got == [
+            ("negative", 10_000, 0, 10_000), ("no dur", 20_000, 0, 20_000), ("last that fits", big * 1000, 807, 2**63 - 1),
+            ("instant", 30_000, 0, 30_000), ("fine", 40_000, 2000, 42_000),
+        ], fast
+        assert [w.removeprefix(f"{path}: ") for w in trace.warnings] == [
+            "2 complete events have no usable ts; they were left out",
+            "2 complete events have a missing, negative or non-finite dur; counted as 0",
+            "1 complete events end (ts + dur) beyond what int64 ns hold; they were left out",
+        ], fast

@@ -9,7 +9,7 @@ from typing import Any, Iterable
 import polars as pl
 
 from ntrace.io.kineto._keys import MEMORY_KEYS
-from ntrace.trace import CATEGORY_COLUMNS, EVENT_SCHEMA, compact, end_fits
+from ntrace.trace import CATEGORY_COLUMNS, EVENT_SCHEMA, INT64_MAX
 
 
 #: A JSON number as the grammar writes it: what a string holding a number must match to be read as one.
@@ -136,10 +136,11 @@ def frame(cols: dict[str, Any], path: Path, warnings: list[str]) -> pl.DataFrame
         if n_bad := int(cols.pop(f"{column}_dropped").sum()):
             warnings.append(f"{path}: {n_bad} '{column}' values are not numbers or do not fit in int64 ns; dropped")
     taken = {name: _typed(name, cols.pop(name)) for name in EVENT_SCHEMA if name not in ("idx", "end")}
-    events = compact(pl.DataFrame({"idx": pl.int_range(0, n, dtype=pl.Int64, eager=True), **taken}))
+    # as trace.compact leaves it, without its query: a column of nulls only is one constant null (a new Series counts its nulls as it is made)
+    empty = [pl.lit(None, column.dtype).alias(name) for name, column in taken.items() if n and column.null_count() == n]
+    events = pl.DataFrame({"idx": pl.int_range(0, n, dtype=pl.Int64, eager=True), **taken}).with_columns(empty)
     del taken
-    events = _clean_complete(events, path, warnings)
-    return events.with_columns(end=pl.col("ts") + pl.col("dur")).select(list(EVENT_SCHEMA))
+    return _clean_complete(events, path, warnings)
 
 
 def _typed(name: str, values: Any) -> pl.Series:
@@ -159,21 +160,21 @@ def _typed(name: str, values: Any) -> pl.Series:
 
 
 def _clean_complete(frame: pl.DataFrame, path: Path, warnings: list[str]) -> pl.DataFrame:
-    """Complete events need a start, a non-negative duration and an end int64 holds: drop those without a start or whose end does not fit, clamp the rest, warn."""
-    is_x = pl.col("ph") == "X"
-    no_ts = frame.select((is_x & pl.col("ts").is_null()).sum()).item()
+    """The frame with `end` (ts + dur), in EVENT_SCHEMA's order: complete events need a start, a non-negative duration and an end int64 holds, so those without a start or whose end does not fit are dropped, the rest clamped, with warnings (one query counts all three)."""
+    is_x, ts = pl.col("ph") == "X", pl.col("ts")
+    dur = pl.when(pl.col("dur").is_null() | (pl.col("dur") < 0)).then(0).otherwise(pl.col("dur"))  # a missing or negative duration counts as 0, on every event
+    fits = (ts <= INT64_MAX - dur).fill_null(True)  # as trace.end_fits, of the clamped duration
+    no_ts, bad_dur, past = frame.select(
+        no_ts=(is_x & ts.is_null()).sum(), bad_dur=(is_x & ts.is_not_null() & (pl.col("dur").is_null() | (pl.col("dur") < 0))).sum(), past=(is_x & ~fits).sum()
+    ).row(0)
     if no_ts:
         warnings.append(f"{path}: {no_ts} complete events have no usable ts; they were left out")
-        frame = frame.filter(~(is_x & pl.col("ts").is_null()))
-    bad_dur = frame.select((is_x & (pl.col("dur").is_null() | (pl.col("dur") < 0))).sum()).item()
     if bad_dur:
         warnings.append(f"{path}: {bad_dur} complete events have a missing, negative or non-finite dur; counted as 0")
-    frame = frame.with_columns(dur=pl.when(pl.col("dur").is_null() | (pl.col("dur") < 0)).then(0).otherwise(pl.col("dur")))
-    past = frame.select((is_x & ~end_fits()).sum()).item()
     if past:
         warnings.append(f"{path}: {past} complete events end (ts + dur) beyond what int64 ns hold; they were left out")
-        frame = frame.filter(~(is_x & ~end_fits()))
-    return frame
+    timed = frame.lazy().filter(~(is_x & (ts.is_null() | ~fits))) if no_ts or past else frame.lazy()
+    return timed.with_columns(dur=dur).select(*((pl.col("ts") + pl.col("dur")).alias("end") if c == "end" else pl.col(c) for c in EVENT_SCHEMA)).collect(engine="in-memory")
 
 
 def _ints(values: list[Any] | pl.Series) -> pl.Series:
