@@ -305,3 +305,33 @@ def test_pairing_partitions_files_and_each_pair_obeys_its_rule(tmp_path_factory:
         else:
             assert p["rule"] == "session-core" and b["scheme"] == "session" and a["vnc"] == b["core"]
     assert s.pairs.unique().height == s.pairs.height
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(per_session=st.lists(st.sets(_names, max_size=6), min_size=2, max_size=4), invalid=st.sets(st.integers(0, 3), max_size=2))
+def test_many_sessions_pair_within_each_as_one_alone_does(tmp_path_factory: pytest.TempPathFactory, per_session: list[set[str]], invalid: set[int]) -> None:
+    """Every session's tables are built in one pass over all sessions, keyed by session: no pair crosses sessions, each pair obeys its rule, and each session gets the tables it gets when found alone."""
+    root = tmp_path_factory.mktemp("many")
+    for i, names in enumerate(per_session):
+        _touch(root / f"i-0abc_pid_{i}", *names, data=None)
+        if i in invalid and any(n.endswith(".neff") for n in names):  # one NEFF that does not decode: its NTFFs are blocked, not paired
+            (root / f"i-0abc_pid_{i}" / sorted(n for n in names if n.endswith(".neff"))[0]).write_bytes(b"not a neff")
+    (root / "neuron_framework_trace_rank_3.json").write_text(TRACE)
+    sessions = find_sessions(root)
+    named = {s.dir.name: s for s in sessions}
+    assert sorted(named) == sorted([root.name, *(f"i-0abc_pid_{i}" for i, names in enumerate(per_session) if names)])
+    for s in sessions:
+        if s.dir == root:
+            assert s.unpaired["path"].to_list() == [str(root / "neuron_framework_trace_rank_3.json")] and s.neffs.is_empty() and s.ntffs.is_empty()
+            continue
+        inside = {str(p) for p in s.dir.iterdir()}
+        assert set(s.neffs["path"]) | set(s.ntffs["path"]) == inside
+        assert set(s.pairs["neff"]) | set(s.pairs["ntff"]) <= inside and set(s.unpaired["path"]) <= inside
+        neff = {r["path"]: r for r in s.neffs.iter_rows(named=True)}
+        ntff = {r["path"]: r for r in s.ntffs.iter_rows(named=True)}
+        for p in s.pairs.iter_rows(named=True):
+            a, b = neff[p["neff"]], ntff[p["ntff"]]
+            assert a["valid"] and (a["hash"] == b["hash"] if p["rule"] == "hash" else (b["scheme"] == "session" and a["vnc"] == b["core"]))
+        (alone,) = find_sessions(s.dir)
+        for table in ("neffs", "ntffs", "pbs", "pairs", "unpaired"):
+            assert getattr(s, table).equals(getattr(alone, table)), table

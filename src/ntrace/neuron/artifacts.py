@@ -50,6 +50,9 @@ MISPLACED_TRACE = re.compile(r"^neuron_framework_trace_rank_(\d+)\.json$")
 
 _ARTIFACT_SUFFIXES = (".neff", ".ntff", ".pb")
 
+#: The column that keys build_sessions' tables by session (its position in the list), dropped when they are split.
+_SESSION = "_session"
+
 
 @dataclass(frozen=True)
 class Session:
@@ -111,14 +114,14 @@ def find_sessions(root: str | Path, traces: list[Path] | None = None) -> list[Se
         home = session_dir(root)
         recursive = session_fields(home)[1] is not None
         files = _walk(home, recursive=recursive)
-        return [build_session(home, [root], [f for f in files if session_dir(f) == home], profile_depth=None if recursive else 1)]
+        return build_sessions([(home, [root], [f for f in files if session_dir(f) == home])], profile_depth=None if recursive else 1)
     traces = find_traces(root) if traces is None else traces
     groups: dict[Path, tuple[list[Path], list[Path]]] = {}
     for path in traces:
         groups.setdefault(session_dir(path), ([], []))[0].append(path)
     for path in _walk(root):
         groups.setdefault(session_dir(path), ([], []))[1].append(path)
-    return [build_session(d, t, a) for d, (t, a) in sorted(groups.items())]
+    return build_sessions([(d, t, a) for d, (t, a) in sorted(groups.items())])
 
 
 def _walk(root: Path, recursive: bool = True) -> list[Path]:
@@ -130,24 +133,38 @@ def _walk(root: Path, recursive: bool = True) -> list[Path]:
     return found
 
 
-def build_session(directory: Path, traces: list[Path], files: list[Path], profile_depth: int | None = None) -> Session:
-    """Read every artifact of one session and pair its NEFFs with its NTFFs; its processed device profiles are looked for `profile_depth` levels down (all when None).
+def build_sessions(groups: list[tuple[Path, list[Path], list[Path]]], profile_depth: int | None = None) -> list[Session]:
+    """One Session per (directory, traces, artifact files): every artifact read and each session's NEFFs paired with its NTFFs; processed device profiles are looked for `profile_depth` levels down (all when None).
 
-    A trace given alone in a plain directory (not a Neuron session's) looks only beside itself, so analyzing /tmp/x.json never walks all of /tmp.
+    Each table is built over every session's files at once, keyed by session (`_SESSION`), and
+    split after: a job of a thousand ranks pays a few queries, not a few per rank. A trace given
+    alone in a plain directory (not a Neuron session's) looks only beside itself, so analyzing
+    /tmp/x.json never walks all of /tmp.
     """
-    instance, pid, timestamp = session_fields(directory)
-    by_suffix = {s: [p for p in files if p.suffix == s] for s in _ARTIFACT_SUFFIXES}
-    if any(by_suffix.values()):
-        neffs, ntffs, pbs = neff_table(by_suffix[".neff"]), ntff_table(by_suffix[".ntff"]), pb_table(by_suffix[".pb"])
-    else:  # most directories of a many-rank job: no query per session
-        neffs, ntffs, pbs = _no_artifact_tables()
+    suffixed = {s: [(i, p) for i, (_, _, files) in enumerate(groups) for p in files if p.suffix == s] for s in _ARTIFACT_SUFFIXES}
+    keyed = {s: pl.Series(_SESSION, [i for i, _ in found], dtype=pl.Int64) for s, found in suffixed.items()}
+    built = [build([p for _, p in suffixed[s]]) if suffixed[s] else none for s, build, none in zip(_ARTIFACT_SUFFIXES, (neff_table, ntff_table, pb_table), _no_artifact_tables())]
+    neffs, ntffs, pbs = (table.with_columns(keyed[s]) for table, s in zip(built, _ARTIFACT_SUFFIXES))
     pairs = pair(neffs, ntffs)
-    misplaced = [t for t in traces if MISPLACED_TRACE.match(t.name) and pid is None]
-    profiles = tuple(find_profiles(directory, profile_depth))
-    return Session(
-        directory, instance, pid, timestamp, tuple(traces), neffs, ntffs, pbs, pairs,
-        unpaired(neffs, ntffs, pairs, misplaced), profiles, tuple(p for p in files if FRAMEWORK_MAPPING.match(p.name)),
-    )
+    misplaced = [(i, t) for i, (d, traces, _) in enumerate(groups) if session_fields(d)[1] is None for t in traces if MISPLACED_TRACE.match(t.name)]
+    lone = unpaired(neffs, ntffs, pairs, misplaced)
+    tables = [_by_session(t) for t in (neffs, ntffs, pbs, pairs, lone)]
+    empty = (*_no_artifact_tables(), _NO_PAIRS, _NONE_UNPAIRED)
+    sessions = []
+    for i, (directory, traces, files) in enumerate(groups):
+        instance, pid, timestamp = session_fields(directory)
+        neffs_i, ntffs_i, pbs_i, pairs_i, lone_i = (split.get(i, none) for split, none in zip(tables, empty))
+        profiles = tuple(find_profiles(directory, profile_depth))
+        mappings = tuple(p for p in files if FRAMEWORK_MAPPING.match(p.name))
+        sessions.append(Session(directory, instance, pid, timestamp, tuple(traces), neffs_i, ntffs_i, pbs_i, pairs_i, lone_i, profiles, mappings))
+    return sessions
+
+
+def _by_session(table: pl.DataFrame) -> dict[int, pl.DataFrame]:
+    """A keyed table's rows per session, in their order, without the key; none for a session with no row (build_sessions gives it the shared empty table)."""
+    if table.is_empty():
+        return {}
+    return {key: part for (key,), part in table.partition_by(_SESSION, as_dict=True, include_key=False, maintain_order=True).items()}
 
 
 @functools.cache
@@ -228,50 +245,53 @@ def pb_table(paths: list[Path]) -> pl.DataFrame:
 
 _PAIR_SCHEMA = pl.Schema({"neff": pl.String(), "ntff": pl.String(), "rule": pl.String()})
 _UNPAIRED_SCHEMA = pl.Schema({"path": pl.String(), "reason": pl.String()})
-#: No pair, and nothing unpaired: shared by every session without artifacts (frames are values).
+#: No pair, and nothing unpaired: a session's tables where it has none (shared: frames are values).
 _NO_PAIRS, _NONE_UNPAIRED = pl.DataFrame(schema=_PAIR_SCHEMA), pl.DataFrame(schema=_UNPAIRED_SCHEMA)
+#: No misplaced trace, keyed by session as unpaired's rows are.
+_NO_LONE_TRACES = pl.DataFrame(schema={_SESSION: pl.Int64(), **_UNPAIRED_SCHEMA})
 
 
 def pair(neffs: pl.DataFrame, ntffs: pl.DataFrame) -> pl.DataFrame:
-    """NEFF ↔ NTFF pairs of the valid NEFFs: same numeric hash in both names (rule "hash"), or a session-mode NTFF of core n with every NEFF named `_vnc_<n>` (rule "session-core", an inference)."""
+    """NEFF ↔ NTFF pairs of the valid NEFFs (each of its session's: the tables are keyed by `_SESSION`): same numeric hash in both names (rule "hash"), or a session-mode NTFF of core n with every NEFF named `_vnc_<n>` (rule "session-core", an inference)."""
     return _matches(neffs, ntffs, valid_only=True)
 
 
 def _matches(neffs: pl.DataFrame, ntffs: pl.DataFrame, valid_only: bool = False) -> pl.DataFrame:
-    """The NEFF ↔ NTFF pairs the names make, of the NEFFs that decoded (`valid_only`) or of every NEFF given."""
-    if neffs.is_empty() or ntffs.is_empty():  # both rules join the two: no pair, and no query (most sessions of a many-rank job)
+    """The NEFF ↔ NTFF pairs the names make within each session, of the NEFFs that decoded (`valid_only`) or of every NEFF given."""
+    if neffs.is_empty() or ntffs.is_empty():  # both rules join the two: no pair, and no query (a job without NEFFs or NTFFs)
         return _NO_PAIRS
     if valid_only:
         neffs = neffs.filter(pl.col("valid"))
     by_hash = (
         neffs.filter(pl.col("hash").is_not_null())
-        .select(neff="path", hash="hash")
-        .join(ntffs.filter(pl.col("hash").is_not_null()).select(ntff="path", hash="hash"), on="hash")
-        .select("neff", "ntff", rule=pl.lit("hash"))
+        .select(_SESSION, neff="path", hash="hash")
+        .join(ntffs.filter(pl.col("hash").is_not_null()).select(_SESSION, ntff="path", hash="hash"), on=[_SESSION, "hash"])
+        .select(_SESSION, "neff", "ntff", rule=pl.lit("hash"))
     )
     by_core = (
         neffs.filter(pl.col("vnc").is_not_null())
-        .select(neff="path", core="vnc")
-        .join(ntffs.filter(pl.col("scheme") == "session").select(ntff="path", core="core"), on="core")
-        .select("neff", "ntff", rule=pl.lit("session-core"))
+        .select(_SESSION, neff="path", core="vnc")
+        .join(ntffs.filter(pl.col("scheme") == "session").select(_SESSION, ntff="path", core="core"), on=[_SESSION, "core"])
+        .select(_SESSION, "neff", "ntff", rule=pl.lit("session-core"))
     )
     return pl.concat([by_hash.cast(_PAIR_SCHEMA), by_core.cast(_PAIR_SCHEMA)]).sort("neff", "ntff")
 
 
-def unpaired(neffs: pl.DataFrame, ntffs: pl.DataFrame, pairs: pl.DataFrame, misplaced: list[Path]) -> pl.DataFrame:
-    """Every valid NEFF and every NTFF in no pair, and every misplaced framework trace, with the reason in words (an invalid NEFF is reported as such, not here)."""
+def unpaired(neffs: pl.DataFrame, ntffs: pl.DataFrame, pairs: pl.DataFrame, misplaced: list[tuple[int, Path]]) -> pl.DataFrame:
+    """Every valid NEFF and every NTFF in no pair, and every misplaced framework trace (with its session), with the reason in words (an invalid NEFF is reported as such, not here); keyed by `_SESSION`."""
     lone_traces = pl.DataFrame(
         {
-            "path": [str(p) for p in misplaced],
+            _SESSION: [i for i, _ in misplaced],
+            "path": [str(p) for _, p in misplaced],
             "reason": ["misplaced framework trace: it belongs inside its <instance-id>_pid_<pid>/ directory; not matched to a session"] * len(misplaced),
         },
-        schema=_UNPAIRED_SCHEMA,
-    ) if misplaced else _NONE_UNPAIRED
-    if neffs.is_empty() and ntffs.is_empty():  # no file to pair: only the traces (most sessions of a many-rank job)
+        schema=_NO_LONE_TRACES.schema,
+    ) if misplaced else _NO_LONE_TRACES
+    if neffs.is_empty() and ntffs.is_empty():  # no file to pair: only the traces, and no query (a job without NEFFs or NTFFs)
         return lone_traces
     hash_, vnc = pl.col("hash"), pl.col("vnc").cast(pl.String)
-    lone_neffs = neffs.filter(pl.col("valid")).join(pairs.select(path="neff"), on="path", how="anti").select(
-        "path",
+    lone_neffs = neffs.filter(pl.col("valid")).join(pairs.select(path="neff"), on="path", how="anti", maintain_order="left").select(
+        _SESSION, "path",
         reason=pl.when(pl.col("scheme") == "unknown")
         .then(pl.lit("NEFF name follows no known scheme (neff_<hash>[_vnc_<n>].neff, graph_<hash>.neff): cannot be paired"))
         .when(vnc.is_null())
@@ -286,8 +306,8 @@ def unpaired(neffs: pl.DataFrame, ntffs: pl.DataFrame, pairs: pl.DataFrame, misp
         .agg(fmt("its NEFF {} is invalid ({})", pl.col("neff").str.extract(r"([^/\\]+)$"), "problem").sort().first().alias("blocked"))
     )
     core = pl.col("core").cast(pl.String)
-    lone_ntffs = ntffs.join(pairs.select(path="ntff"), on="path", how="anti").join(blocked, on="path", how="left").select(
-        "path",
+    lone_ntffs = ntffs.join(pairs.select(path="ntff"), on="path", how="anti", maintain_order="left").join(blocked, on="path", how="left", maintain_order="left").select(
+        _SESSION, "path",
         reason=pl.when(pl.col("blocked").is_not_null())
         .then(fmt("NTFF not paired: {}", "blocked"))
         .when(pl.col("scheme") == "model")
