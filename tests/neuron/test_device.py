@@ -269,6 +269,23 @@ def test_analyze_shows_each_variants_device_section_and_the_per_op_breakdown() -
     assert by_variant["fused"]["ops"][0]["op"] == "aten::_fused_rms_norm"
 
 
+def test_each_traces_device_join_is_made_once_and_only_for_its_own_summary() -> None:
+    """A render and the run's warnings both read a trace's device join: it is made once, and a copy of the summary (another object) gets one of its own, equal to it."""
+    from dataclasses import replace
+
+    from ntrace import analyze
+
+    result = analyze(FIXTURES / "rmsnorm")
+    joins = [(summary, session, result.device_join(summary, session)) for summary, session in result]
+    assert all(j is not None for _, _, j in joins) and len(joins) == 3
+    for summary, session, joined in joins:
+        assert result.device_join(summary, session) is joined
+        copy = replace(summary)
+        other = result.device_join(copy, session)
+        assert other is not joined and other is not None and other.warnings == joined.warnings and other.ops.equals(joined.ops)
+    assert result.all_warnings == result.all_warnings
+
+
 def test_compare_gains_device_columns() -> None:
     doc = orjson.loads(CliRunner().invoke(main, ["compare", str(FIXTURES / "rmsnorm"), "--format", "json"]).stdout)
     rows = {v["name"]: v for v in doc["variants"]}

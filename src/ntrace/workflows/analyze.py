@@ -62,6 +62,7 @@ class Analysis:
     warnings: tuple[str, ...] = ()
     artifacts: tuple[Session, ...] = ()  # sessions holding NEFF/NTFF/.pb files but no framework trace
     devices: Mapping[Path, tuple[DeviceReport, ...]] = field(default_factory=dict)  # processed device profiles, by session directory
+    _joined: dict[int, tuple[Summary, Session | None, DeviceJoin | None]] = field(default_factory=dict, init=False, repr=False, compare=False)  # device_join's, by summary
 
     @property
     def summaries(self) -> tuple[Summary, ...]:
@@ -77,11 +78,18 @@ class Analysis:
         return iter(self.entries)
 
     def device_join(self, summary: Summary, session: Session | None) -> DeviceJoin | None:
-        """The trace's session's device profiles joined to it; None when the session has none and the trace names no NEFF."""
+        """The trace's session's device profiles joined to it; None when the session has none and the trace names no NEFF.
+
+        Made once per trace: a render and the run's warnings both read it. The memo holds the
+        summary and session it was made of, so an id is never matched to another object.
+        """
+        known = self._joined.get(id(summary))
+        if known is not None and known[0] is summary and known[1] is session:
+            return known[2]
         reports = self.devices.get(session.dir, ()) if session else ()
-        if not reports and summary.neff_executions.is_empty():
-            return None
-        return join(summary, session, reports)
+        joined = None if not reports and summary.neff_executions.is_empty() else join(summary, session, reports)
+        self._joined[id(summary)] = (summary, session, joined)
+        return joined
 
     @property
     def device_warnings(self) -> list[str]:
