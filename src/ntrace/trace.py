@@ -22,9 +22,9 @@ STEP_NAME = r"^ProfilerStep#(\d+)$"
 INT64_MAX = 2**63 - 1
 
 
-def end_fits() -> pl.Expr:
-    """Whether ts + dur (dur ≥ 0) fits in int64, tested without computing the sum (which would wrap)."""
-    return (pl.col("ts") <= INT64_MAX - pl.col("dur")).fill_null(True)
+def end_fits(dur: pl.Expr | None = None) -> pl.Expr:
+    """Whether ts + dur (dur ≥ 0; the `dur` column unless given) fits in int64, tested without computing the sum (which would wrap)."""
+    return (pl.col("ts") <= INT64_MAX - (pl.col("dur") if dur is None else dur)).fill_null(True)
 
 #: Columns of the events frame as decoded, in order, with their dtypes.
 EVENT_SCHEMA = pl.Schema(

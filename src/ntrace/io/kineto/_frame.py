@@ -9,7 +9,7 @@ from typing import Any, Iterable
 import polars as pl
 
 from ntrace.io.kineto._keys import MEMORY_KEYS
-from ntrace.trace import CATEGORY_COLUMNS, EVENT_SCHEMA, INT64_MAX
+from ntrace.trace import CATEGORY_COLUMNS, EVENT_SCHEMA, end_fits
 
 
 #: A JSON number as the grammar writes it: what a string holding a number must match to be read as one.
@@ -163,7 +163,7 @@ def _clean_complete(frame: pl.DataFrame, path: Path, warnings: list[str]) -> pl.
     """The frame with `end` (ts + dur), in EVENT_SCHEMA's order: complete events need a start, a non-negative duration and an end int64 holds, so those without a start or whose end does not fit are dropped, the rest clamped, with warnings (one query counts all three)."""
     is_x, ts = pl.col("ph") == "X", pl.col("ts")
     dur = pl.when(pl.col("dur").is_null() | (pl.col("dur") < 0)).then(0).otherwise(pl.col("dur"))  # a missing or negative duration counts as 0, on every event
-    fits = (ts <= INT64_MAX - dur).fill_null(True)  # as trace.end_fits, of the clamped duration
+    fits = end_fits(dur)  # of the clamped duration
     no_ts, bad_dur, past = frame.select(
         no_ts=(is_x & ts.is_null()).sum(), bad_dur=(is_x & ts.is_not_null() & (pl.col("dur").is_null() | (pl.col("dur") < 0))).sum(), past=(is_x & ~fits).sum()
     ).row(0)
