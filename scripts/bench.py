@@ -19,7 +19,7 @@ recomputes every number from the stored events.
     scripts/bench.py TRACE [TRACE…]              # real traces
     scripts/bench.py --events 330000             # a synthetic trace (scripts/synth_trace.py) under --workdir
     scripts/bench.py --events 100000 --scaling   # 1x, 2x, 4x, 8x events: time and RSS growth per doubling
-    scripts/bench.py --events 100000 --ranks 4   # a 4-rank directory: --jobs 1 vs --jobs 2
+    scripts/bench.py --events 100000 --ranks 4   # a 4-rank directory: --jobs 1 vs --jobs 2, and a directory per rank
     scripts/bench.py --tiles 35,90,350,1000      # every real trace tiled (scripts/tile_trace.py) + synthetic: one table
     scripts/bench.py --ranks-dataset 256 --rank-mb 50   # convert --by-rank of 256 synthetic ranks, then ranks on the dataset
     HTA_PYTHON=/tmp/hta-venv/bin/python scripts/bench.py …   # or --hta-python: adds HolisticTraceAnalysis
@@ -250,19 +250,26 @@ def bench_scaling(events: int, workdir: Path, repeat: int) -> None:
 
 
 def bench_ranks(events: int, ranks: int, workdir: Path, repeat: int) -> None:
-    """A directory of `ranks` traces analyzed with --jobs 1 and --jobs N (N = cores, at most ranks)."""
+    """A directory of `ranks` traces analyzed with --jobs 1 and --jobs N (N = cores, at most ranks), and the same traces one per directory (as a job writing a directory per rank lays them out) with --jobs N."""
     folder = workdir / f"ranks_{ranks}x{events}"
+    nested = workdir / f"ranks_{ranks}x{events}_dirs"
     folder.mkdir(parents=True, exist_ok=True)
     for rank in range(ranks):
-        synth(events, folder, f"rank_{rank}.pt.trace.json", seed=rank)
+        trace = synth(events, folder, f"rank_{rank}.pt.trace.json", seed=rank)
+        (nested / f"rank_{rank}").mkdir(parents=True, exist_ok=True)
+        if not (copy := nested / f"rank_{rank}" / trace.name).exists():
+            os.link(trace, copy)
     jobs = min(ranks, os.cpu_count() or 1)
-    samples: dict[str, list[Run]] = {"--jobs 1": [], f"--jobs {jobs}": []}
+    layouts = {"--jobs 1": folder, f"--jobs {jobs}": folder, "a directory per rank": nested}
+    samples: dict[str, list[Run]] = {name: [] for name in layouts}
     for _ in range(repeat):
-        for name in samples:
-            samples[name].append(run(ntrace("analyze", "--format", "json", "-q", *name.split(), str(folder))))
+        for name, where in layouts.items():
+            flags = ["--jobs", "1"] if name == "--jobs 1" else ["--jobs", str(jobs)]
+            samples[name].append(run(ntrace("analyze", "--format", "json", "-q", *flags, str(where))))
     result = medians(samples)
-    one, many = result["--jobs 1"].seconds, result[f"--jobs {jobs}"].seconds
+    one, many, spread = result["--jobs 1"].seconds, result[f"--jobs {jobs}"].seconds, result["a directory per rank"].seconds
     print(f"\n{ranks} traces of {events} events: --jobs 1 {one:.2f} s, --jobs {jobs} {many:.2f} s ({one / many:.2f}x faster)")
+    print(f"  one per directory, --jobs {jobs}: {spread:.2f} s ({spread / many:.2f}x the one directory)")
 
 
 #: Bytes of JSON per synthetic event (scripts/synth_trace.py), to size a synthetic trace like a tile.
