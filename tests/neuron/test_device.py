@@ -283,7 +283,6 @@ def test_each_traces_device_join_is_made_once_and_only_for_its_own_summary() -> 
         copy = replace(summary)
         other = result.device_join(copy, session)
         assert other is not joined and other is not None and other.warnings == joined.warnings and other.ops.equals(joined.ops)
-    assert result.all_warnings == result.all_warnings
 
 
 def test_compare_gains_device_columns() -> None:

@@ -7,7 +7,6 @@ sizes are read. Every pair names the rule that made it, and every file left unpa
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from dataclasses import dataclass
@@ -141,36 +140,31 @@ def build_sessions(groups: list[tuple[Path, list[Path], list[Path]]], profile_de
     alone in a plain directory (not a Neuron session's) looks only beside itself, so analyzing
     /tmp/x.json never walks all of /tmp.
     """
-    suffixed = {s: [(i, p) for i, (_, _, files) in enumerate(groups) for p in files if p.suffix == s] for s in _ARTIFACT_SUFFIXES}
-    keyed = {s: pl.Series(_SESSION, [i for i, _ in found], dtype=pl.Int64) for s, found in suffixed.items()}
-    built = [build([p for _, p in suffixed[s]]) if suffixed[s] else none for s, build, none in zip(_ARTIFACT_SUFFIXES, (neff_table, ntff_table, pb_table), _no_artifact_tables())]
-    neffs, ntffs, pbs = (table.with_columns(keyed[s]) for table, s in zip(built, _ARTIFACT_SUFFIXES))
+    by_suffix = {s: [(i, p) for i, (_, _, files) in enumerate(groups) for p in files if p.suffix == s] for s in _ARTIFACT_SUFFIXES}
+    neffs, ntffs, pbs = (
+        build([p for _, p in found]).with_columns(pl.Series(_SESSION, [i for i, _ in found], dtype=pl.Int64))
+        for build, found in zip((neff_table, ntff_table, pb_table), by_suffix.values())
+    )
     pairs = pair(neffs, ntffs)
     misplaced = [(i, t) for i, (d, traces, _) in enumerate(groups) if session_fields(d)[1] is None for t in traces if MISPLACED_TRACE.match(t.name)]
-    lone = unpaired(neffs, ntffs, pairs, misplaced)
-    tables = [_by_session(t) for t in (neffs, ntffs, pbs, pairs, lone)]
-    empty = (*_no_artifact_tables(), _NO_PAIRS, _NONE_UNPAIRED)
+    split = [_by_session(t, len(groups)) for t in (neffs, ntffs, pbs, pairs, unpaired(neffs, ntffs, pairs, misplaced))]
     sessions = []
     for i, (directory, traces, files) in enumerate(groups):
         instance, pid, timestamp = session_fields(directory)
-        neffs_i, ntffs_i, pbs_i, pairs_i, lone_i = (split.get(i, none) for split, none in zip(tables, empty))
-        profiles = tuple(find_profiles(directory, profile_depth))
+        own_neffs, own_ntffs, own_pbs, own_pairs, own_unpaired = (per[i] for per in split)
         mappings = tuple(p for p in files if FRAMEWORK_MAPPING.match(p.name))
-        sessions.append(Session(directory, instance, pid, timestamp, tuple(traces), neffs_i, ntffs_i, pbs_i, pairs_i, lone_i, profiles, mappings))
+        profiles = tuple(find_profiles(directory, profile_depth))
+        sessions.append(Session(directory, instance, pid, timestamp, tuple(traces), own_neffs, own_ntffs, own_pbs, own_pairs, own_unpaired, profiles, mappings))
     return sessions
 
 
-def _by_session(table: pl.DataFrame) -> dict[int, pl.DataFrame]:
-    """A keyed table's rows per session, in their order, without the key; none for a session with no row (build_sessions gives it the shared empty table)."""
+def _by_session(table: pl.DataFrame, sessions: int) -> list[pl.DataFrame]:
+    """A keyed table's rows of each of `sessions` sessions, in their order, without the key; a session with no row gets the table's empty frame (one, shared: frames are values)."""
+    empty = table.drop(_SESSION, strict=False).clear()
     if table.is_empty():
-        return {}
-    return {key: part for (key,), part in table.partition_by(_SESSION, as_dict=True, include_key=False, maintain_order=True).items()}
-
-
-@functools.cache
-def _no_artifact_tables() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """The NEFF, NTFF and .pb tables of a session without such files, built once per process and shared (frames are values)."""
-    return neff_table([]), ntff_table([]), pb_table([])
+        return [empty] * sessions
+    parts = table.partition_by(_SESSION, as_dict=True, include_key=False, maintain_order=True)
+    return [parts.get((i,), empty) for i in range(sessions)]
 
 
 def _sizes(paths: list[Path]) -> pl.DataFrame:
@@ -245,8 +239,8 @@ def pb_table(paths: list[Path]) -> pl.DataFrame:
 
 _PAIR_SCHEMA = pl.Schema({"neff": pl.String(), "ntff": pl.String(), "rule": pl.String()})
 _UNPAIRED_SCHEMA = pl.Schema({"path": pl.String(), "reason": pl.String()})
-#: No pair, and nothing unpaired: a session's tables where it has none (shared: frames are values).
-_NO_PAIRS, _NONE_UNPAIRED = pl.DataFrame(schema=_PAIR_SCHEMA), pl.DataFrame(schema=_UNPAIRED_SCHEMA)
+#: No pair: what pairing gives when either side has no file, without a query.
+_NO_PAIRS = pl.DataFrame(schema=_PAIR_SCHEMA)
 #: No misplaced trace, keyed by session as unpaired's rows are.
 _NO_LONE_TRACES = pl.DataFrame(schema={_SESSION: pl.Int64(), **_UNPAIRED_SCHEMA})
 
