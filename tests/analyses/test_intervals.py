@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import brute_union
+import ntrace.analyses.intervals as intervals_module
 from ntrace.analyses.intervals import gaps, group_busy, reaching
 
 #: Track names as the integer group codes the interval functions take (codes sort like the names).
@@ -116,8 +117,30 @@ def test_every_column_is_the_oracles_whichever_way_the_groups_are_summed(rows: l
     expected = _oracle_per_group(triples)
     frame = pl.DataFrame({"g": [g for g, _, _ in triples], "ts": [s for _, s, _ in triples], "end": [e for _, _, e in triples]})
     with_null = pl.concat([frame, pl.DataFrame({"g": [None], "ts": [0], "end": [1]}, schema=frame.schema)])
-    for f in (frame, with_null):
-        out = group_busy(reaching(f, "g"), "g").filter(pl.col("g").is_not_null())
-        assert out["g"].to_list() == sorted(expected)
-        assert out["events"].dtype == pl.UInt32
-        assert {r.pop("g"): r for r in out.to_dicts()} == expected
+    for run_min, stream_min in SUMMING_WAYS:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(intervals_module, "RUN_MIN", run_min)
+            patch.setattr(intervals_module, "STREAM_MIN", stream_min)
+            for f in (frame, with_null):
+                out = group_busy(reaching(f, "g"), "g").filter(pl.col("g").is_not_null())
+                assert out["g"].to_list() == sorted(expected)
+                assert out["events"].dtype == pl.UInt32
+                assert {r.pop("g"): r for r in out.to_dicts()} == expected
+
+
+#: (RUN_MIN, STREAM_MIN) sending group_busy's frames without nulls each way: running sums over the runs, a hashing group-by, the same on the streaming engine.
+SUMMING_WAYS = ((2**62, 0), (0, 2**62), (0, 0))
+
+
+def test_sums_past_int64_wrap_alike_whichever_way_the_groups_are_summed() -> None:
+    """Durations whose sum passes int64 give every way the same total: the integer sum taken modulo 2**64, as plain Python computes it."""
+    big = 2**62 + 12_345
+    frame = pl.DataFrame({"g": [0, 0, 0, 1], "ts": [0, 1, 2, 5], "end": [big, big + 1, big + 2, 9]})
+    wrapped = (3 * big + 2**63) % 2**64 - 2**63  # three durations of `big`, in two's complement
+    totals = []
+    for run_min, stream_min in SUMMING_WAYS:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(intervals_module, "RUN_MIN", run_min)
+            patch.setattr(intervals_module, "STREAM_MIN", stream_min)
+            totals.append(group_busy(reaching(frame, "g"), "g")["total"].to_list())
+    assert totals == [[wrapped, 4]] * len(SUMMING_WAYS)

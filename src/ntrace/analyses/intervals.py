@@ -7,6 +7,12 @@ import polars as pl
 #: Bits an Int64 sort key holds: (group, start) packed into one key must stay below 2**62.
 _KEY_BITS = 62
 
+#: group_busy hashes groups of at least this many rows on average, and sums shorter ones off running sums.
+RUN_MIN = 16
+
+#: group_busy's hashing query runs on the streaming engine past this many rows: on fewer, starting it costs more than the copy it saves.
+STREAM_MIN = 100_000
+
 
 def reaching(frame: pl.DataFrame, group: str, start: str = "ts", end: str = "end") -> pl.DataFrame:
     """`frame` sorted by (`group`, `start`) with `_reach`: the latest end before each interval on its group (null for the first).
@@ -69,16 +75,25 @@ def group_busy(ordered: pl.DataFrame, group: str, start: str = "ts", end: str = 
     """Per group of a `reaching` frame: events, summed duration, first start, last end, span, idle (sum of gaps), gaps count and busy.
 
     busy is span − idle, so busy + idle = span holds exactly per group. Rows come in group order.
-    The groups are runs of the sorted frame, so each sum is read off running sums at the run's
-    first and last rows (Int64 sums wrap the same way either way) instead of hashing the groups;
-    a frame with nulls in its group or times, which only the slower sort leaves, is grouped.
+    Int64 sums wrap the same way however they are taken. Where groups are long (RUN_MIN rows or
+    more each, as lanes, tracks and most steps are), the groups are hashed: a query that holds a
+    few numbers per group, on Polars' streaming engine past STREAM_MIN rows, which reads the frame
+    a batch at a time. Where they are short (a long capture's many steps), each sum is read off
+    running sums at the run's first and last rows instead: hashing so many groups costs several
+    times more, but those running sums hold a copy of the frame and more. A frame with nulls in
+    its group or times, which only the slower sort leaves, is grouped in first-seen order.
     """
     g, s, e, reach = pl.col(group), pl.col(start), pl.col(end), pl.col("_reach")
     opens_gap = s > reach
+    sums = {
+        "events": pl.len(), "total": (e - s).sum(), "first": s.min(), "last": e.max(),
+        "idle": (s - reach).filter(opens_gap).sum(), "gaps": opens_gap.sum().cast(pl.Int64),
+    }  # fmt: skip
     if sum(ordered[c].null_count() for c in (group, start, end)):
-        per = ordered.group_by(group, maintain_order=True).agg(
-            events=pl.len(), total=(e - s).sum(), first=s.min(), last=e.max(), idle=(s - reach).filter(opens_gap).sum(), gaps=opens_gap.sum().cast(pl.Int64)
-        )
+        per = ordered.group_by(group, maintain_order=True).agg(**sums)
+    elif ordered.height >= RUN_MIN * ordered[group].n_unique():
+        hashed = ordered.lazy().group_by(group).agg(**sums).sort(group)
+        per = hashed.collect(engine="streaming" if ordered.height > STREAM_MIN else "in-memory")
     else:
         head, tail = (g != g.shift(1)).fill_null(True), (g != g.shift(-1)).fill_null(True)
 
