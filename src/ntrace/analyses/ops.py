@@ -132,21 +132,38 @@ def attribution(activities: pl.DataFrame, links: pl.DataFrame, nest: pl.DataFram
 
 
 def op_rows(nest: pl.DataFrame, attributed: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
-    """Per event of the tree `nest` still counted after folding: its `by` columns, key, user_annotation, input_dims, dur, self_cpu, self_device, device_total (ns)."""
+    """Per event of the tree `nest` still counted after folding: its `by` columns, key, user_annotation, input_dims, dur, self_cpu, self_device, device_total (ns).
+
+    Each figure is made by a function of its own, so what it needs on the way is freed before the next one starts.
+    """
+    folded, keeper = folding(nest)
+    self_device = _self_device(nest, attributed, folded, keeper)
+    self_cpu = _self_cpu(nest, folded, keeper)
+    del keeper
+    rows = nest.select(*by, "key", "user_annotation", "input_dims", "dur").with_columns(
+        self_cpu=self_cpu, self_device=self_device, device_total=subtree_sums(nest, self_device)
+    )
+    return rows.filter(~folded) if folded.any() else rows  # with no row folded, the tree's columns are kept, not copied
+
+
+def _self_device(nest: pl.DataFrame, attributed: pl.DataFrame, folded: pl.Series, keeper: pl.Series) -> pl.Series:
+    """Per row of the tree: its own device time as torch counts it (the activities it launched), a kept event taking the deepest folded event's below it (torch assigns the child's kernels); 0 on folded rows."""
     n = nest.height
     own = attributed.drop_nulls("op_idx").group_by("op_idx").agg(pl.col("dur").sum())
     rows_of = nest.select("idx").with_row_index("pos").join(own.rename({"op_idx": "idx"}), on="idx")
-    own_device = pl.zeros(n, dtype=pl.Int64, eager=True).scatter(rows_of["pos"], rows_of["dur"])
-    folded, keeper = folding(nest)
-    # a kept event's own device time is the deepest folded event's below it (torch assigns the child's kernels)
+    device = pl.zeros(n, dtype=pl.Int64, eager=True).scatter(rows_of["pos"], rows_of["dur"])
+    if not folded.any():
+        return device
     chain = pl.DataFrame({"keeper": keeper, "pos": pl.int_range(n, dtype=pl.Int64, eager=True)}).filter(folded).group_by("keeper").agg(pl.col("pos").max())
-    own_kept = own_device.clone().scatter(chain["keeper"], lookup(own_device, chain["pos"])).zip_with(~folded, pl.zeros(n, dtype=pl.Int64, eager=True))
-    # self CPU: duration less the durations of the children counted (those of a folded child pass to its keeper)
-    counted = pl.DataFrame({"keeper": keeper, "dur": nest["dur"]}).filter(~folded).drop_nulls("keeper").group_by("keeper").agg(pl.col("dur").sum())
-    self_cpu = nest["dur"] - pl.zeros(n, dtype=pl.Int64, eager=True).scatter(counted["keeper"], counted["dur"])
-    return nest.select(*by, "key", "user_annotation", "input_dims", "dur").with_columns(
-        self_cpu=self_cpu, self_device=own_kept, device_total=subtree_sums(nest, own_kept), kept=~folded
-    ).filter(pl.col("kept")).drop("kept")
+    moved = lookup(device, chain["pos"])  # read before the scatters below change `device` in place
+    return device.scatter(chain["keeper"], moved).scatter(folded.arg_true(), 0)
+
+
+def _self_cpu(nest: pl.DataFrame, folded: pl.Series, keeper: pl.Series) -> pl.Series:
+    """Per row of the tree: its duration less the durations of the children counted (those of a folded child pass to its keeper)."""
+    counted = pl.DataFrame({"keeper": keeper, "dur": nest["dur"]}).lazy().filter(~folded & keeper.is_not_null()).group_by("keeper").agg(pl.col("dur").sum())
+    children = counted.collect(engine="in-memory")
+    return nest["dur"] - pl.zeros(nest.height, dtype=pl.Int64, eager=True).scatter(children["keeper"], children["dur"])
 
 
 def folding(nest: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
