@@ -160,10 +160,11 @@ def innermost_open(ops: pl.DataFrame, at: pl.DataFrame) -> pl.Series:
     # ops come by thread, then start: each (thread, start)'s last row in walking order ends its run
     run_ends = (pl.col("thread") != pl.col("thread").shift(-1)) | (pl.col("ts") != pl.col("ts").shift(-1))
     last_start = rows.filter(run_ends.fill_null(True))
+    # an as-of join by thread needs each thread's rows sorted by start, not the threads in any order: walking order has them so
     found = (
         pl.DataFrame({"thread": codes.tail(at.height), "t": at["t"]}).with_row_index("_q")
         .sort("thread", "t")
-        .join_asof(last_start.sort("thread", "ts"), left_on="t", right_on="ts", by="thread", strategy="backward", check_sortedness=False)
+        .join_asof(last_start, left_on="t", right_on="ts", by="thread", strategy="backward", check_sortedness=False)
         .sort("_q")
     )
     cand, t = found["pos"].clone(), found["t"]
