@@ -17,6 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import ntrace.analyses.intervals as intervals_module
+import ntrace.exprs as exprs_module
 from helpers import REPO, shared_trace_files
 from ntrace import Part, load
 from ntrace.analyses.ops import op_rows
@@ -104,6 +106,15 @@ def test_real_traces(path: Path) -> None:
 
 @pytest.mark.parametrize("path", shared_trace_files()[:3], ids=lambda p: p.name.split("__")[0])
 def test_real_traces_by_shape(path: Path) -> None:
+    agree(path, group_by_shape=True)
+
+
+@pytest.mark.parametrize("path", [p for p in shared_trace_files() if p.name.startswith(("amd", "mtia_trace", "ns_resolution"))], ids=lambda p: p.name.split("__")[0])
+def test_real_traces_with_every_group_by_hashed_on_the_streaming_engine(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The group-bys into few groups (lanes, tracks, steps, op groups) run on Polars' streaming engine past exprs.STREAM_MIN rows, which no
+    vendored trace reaches, and group_busy hashes only groups of RUN_MIN rows on average: with both set to 0, every figure is still the oracle's."""
+    monkeypatch.setattr(exprs_module, "STREAM_MIN", 0)
+    monkeypatch.setattr(intervals_module, "RUN_MIN", 0)
     agree(path, group_by_shape=True)
 
 

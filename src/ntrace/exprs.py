@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from typing import Callable, Iterable, TypeVar
+from typing import Callable, Iterable, Literal, TypeVar
 
 import polars as pl
 
@@ -13,6 +13,18 @@ U = TypeVar("U")
 
 #: Items each_on_polars_thread hands to one pool thread at a time: a signal waits for one chunk, not for all of them.
 CHUNK = 32
+
+#: Rows past which a group-by into few groups runs on Polars' streaming engine (grouped_on): on fewer, starting that engine costs more than it saves.
+STREAM_MIN = 100_000
+
+
+def grouped_on(rows: int) -> Literal["in-memory", "streaming"]:
+    """The engine for a group-by of `rows` rows into few groups: the streaming one past STREAM_MIN rows.
+
+    The in-memory engine holds every row's group (and a multi-column key encoded per row) while it
+    sums; the streaming one reads the frame a batch at a time and holds a few numbers per group.
+    """
+    return "streaming" if rows > STREAM_MIN else "in-memory"
 
 
 def fmt(template: str, *args: pl.Expr | str) -> pl.Expr:

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from helpers import brute_union
 import ntrace.analyses.intervals as intervals_module
+import ntrace.exprs as exprs_module
 from ntrace.analyses.intervals import gaps, group_busy, reaching
 
 #: Track names as the integer group codes the interval functions take (codes sort like the names).
@@ -120,7 +121,7 @@ def test_every_column_is_the_oracles_whichever_way_the_groups_are_summed(rows: l
     for run_min, stream_min in SUMMING_WAYS:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(intervals_module, "RUN_MIN", run_min)
-            patch.setattr(intervals_module, "STREAM_MIN", stream_min)
+            patch.setattr(exprs_module, "STREAM_MIN", stream_min)
             for f in (frame, with_null):
                 out = group_busy(reaching(f, "g"), "g").filter(pl.col("g").is_not_null())
                 assert out["g"].to_list() == sorted(expected)
@@ -141,6 +142,6 @@ def test_sums_past_int64_wrap_alike_whichever_way_the_groups_are_summed() -> Non
     for run_min, stream_min in SUMMING_WAYS:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(intervals_module, "RUN_MIN", run_min)
-            patch.setattr(intervals_module, "STREAM_MIN", stream_min)
+            patch.setattr(exprs_module, "STREAM_MIN", stream_min)
             totals.append(group_busy(reaching(frame, "g"), "g")["total"].to_list())
     assert totals == [[wrapped, 4]] * len(SUMMING_WAYS)

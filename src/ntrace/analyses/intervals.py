@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import polars as pl
 
+from ntrace.exprs import grouped_on
+
 #: Bits an Int64 sort key holds: (group, start) packed into one key must stay below 2**62.
 _KEY_BITS = 62
 
 #: group_busy hashes groups of at least this many rows on average, and sums shorter ones off running sums.
 RUN_MIN = 16
-
-#: group_busy's hashing query runs on the streaming engine past this many rows: on fewer, starting it costs more than the copy it saves.
-STREAM_MIN = 100_000
 
 
 def reaching(frame: pl.DataFrame, group: str, start: str = "ts", end: str = "end") -> pl.DataFrame:
@@ -76,9 +75,8 @@ def group_busy(ordered: pl.DataFrame, group: str, start: str = "ts", end: str = 
 
     busy is span − idle, so busy + idle = span holds exactly per group. Rows come in group order.
     Int64 sums wrap the same way however they are taken. Where groups are long (RUN_MIN rows or
-    more each, as lanes, tracks and most steps are), the groups are hashed: a query that holds a
-    few numbers per group, on Polars' streaming engine past STREAM_MIN rows, which reads the frame
-    a batch at a time. Where they are short (a long capture's many steps), each sum is read off
+    more each, as lanes, tracks and most steps are), the groups are hashed, on Polars' streaming
+    engine for a large frame (ntrace.exprs.grouped_on). Where they are short (a long capture's many steps), each sum is read off
     running sums at the run's first and last rows instead: hashing so many groups costs several
     times more, but those running sums hold a copy of the frame and more. A frame with nulls in
     its group or times, which only the slower sort leaves, is grouped in first-seen order.
@@ -93,7 +91,7 @@ def group_busy(ordered: pl.DataFrame, group: str, start: str = "ts", end: str = 
         per = ordered.group_by(group, maintain_order=True).agg(**sums)
     elif ordered.height >= RUN_MIN * ordered[group].n_unique():
         hashed = ordered.lazy().group_by(group).agg(**sums).sort(group)
-        per = hashed.collect(engine="streaming" if ordered.height > STREAM_MIN else "in-memory")
+        per = hashed.collect(engine=grouped_on(ordered.height))
     else:
         head, tail = (g != g.shift(1)).fill_null(True), (g != g.shift(-1)).fill_null(True)
 

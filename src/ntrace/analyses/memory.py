@@ -12,7 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from ntrace.analyses.ops import folding
-from ntrace.exprs import lookup
+from ntrace.exprs import grouped_on, lookup
 
 #: The name of an allocator record (torch.autograd.profiler.MEMORY_EVENT_NAME).
 MEMORY_NAME = "[memory]"
@@ -91,10 +91,12 @@ def op_memory(nest: pl.DataFrame, series: pl.DataFrame) -> pl.DataFrame:
         children = pl.DataFrame({"keeper": keeper, "v": rows[total]}).filter(~folded).drop_nulls("keeper").group_by("keeper").agg(pl.col("v").sum())
         rows = rows.with_columns((rows[total] - pl.zeros(nest.height, pl.Int64, eager=True).scatter(children["keeper"], children["v"])).alias(f"self_{total}"))
     grouped = (
-        rows.filter(~folded)
+        rows.lazy()
+        .filter(~folded)
         .group_by(name="key", user_annotation="user_annotation")
         .agg(calls=pl.len(), **{c: pl.col(c).sum() for c in OP_COLUMNS})
         .cast(OPS_SCHEMA)
+        .collect(engine=grouped_on(rows.height))
     )
     outside = _outside(series.height, lo, hi)
     if outside.any():

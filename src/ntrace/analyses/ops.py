@@ -15,7 +15,7 @@ import polars as pl
 
 from ntrace.analyses.opview import SORT_KEYS, OpView
 from ntrace.analyses.nesting import HOST_EVENT, climb, innermost_open, subtree_sums, walk
-from ntrace.exprs import lookup, matches
+from ntrace.exprs import grouped_on, lookup, matches
 from ntrace.lanes import lower_is
 
 UNLINKED = "[unlinked device time]"
@@ -183,7 +183,8 @@ def op_groups(counted: pl.DataFrame, attributed: pl.DataFrame, by: tuple[str, ..
     """
     schema = pl.Schema({**{k: pl.Int64() for k in by}, **GROUP_SCHEMA})
     rows = (
-        counted.group_by(*by, name="key", user_annotation="user_annotation", input_dims="input_dims")
+        counted.lazy()
+        .group_by(*by, name="key", user_annotation="user_annotation", input_dims="input_dims")
         .agg(
             calls=pl.len().cast(pl.Int64),
             self_cpu=pl.col("self_cpu").sum(),
@@ -192,6 +193,7 @@ def op_groups(counted: pl.DataFrame, attributed: pl.DataFrame, by: tuple[str, ..
             device_total=pl.col("device_total").sum(),
         )
         .cast(schema)
+        .collect(engine=grouped_on(counted.height))
     )
     unlinked = attributed.filter(pl.col("op_idx").is_null())
     if unlinked.height:
