@@ -25,7 +25,7 @@ from ntrace.analyses.ops import op_rows
 from ntrace.analyses.opview import OpView
 from ntrace.analyses.steps import HOST_LANES
 from ntrace.workflows.compare import variant_row
-from oracle import UNLINKED_ROW, compact_json, compute, compute_from_events, cut_events, load_trace_events
+from oracle import UNLINKED_ROW, compact_json, compute, compute_from_events, cut_events, load_trace_events, read_events
 
 FIXTURES = sorted((REPO / "fixtures").rglob("trace.json"))
 #: 1712195495505582.988 µs: Kineto's ns-resolution timestamps, where a float64 of µs is 0.25 µs coarse.
@@ -116,6 +116,14 @@ def test_real_traces_with_every_group_by_hashed_on_the_streaming_engine(path: Pa
     monkeypatch.setattr(exprs_module, "STREAM_MIN", 0)
     monkeypatch.setattr(intervals_module, "RUN_MIN", 0)
     agree(path, group_by_shape=True)
+    events, _ = read_events(load_trace_events(path))
+    want: dict[tuple[str, str], list[int]] = {}
+    for e in events:  # per (lane, category as written, "" when missing): events and summed duration
+        sums = want.setdefault((e.lane, e.cat if e.cat is not None else ""), [0, 0])
+        sums[0] += 1
+        sums[1] += e.dur
+    got = {(r["lane"], r["category"]): [r["events"], r["total"]] for r in load(path).categories.iter_rows(named=True)}
+    assert got == want
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: str(p.relative_to(REPO / "fixtures")).split("/")[0] + "/" + p.parts[-4])

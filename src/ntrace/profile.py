@@ -12,7 +12,7 @@ from collections import deque
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Sequence
 
 import polars as pl
 
@@ -26,7 +26,7 @@ from ntrace.analyses.nesting import related
 from ntrace.analyses.opview import OpView
 from ntrace.analyses.steps import DEVICE_SCHEMA, device_work, host_busy, is_step, launch_step, overlapping, step_windows
 from ntrace.analyses.totals import lane_categories, lane_totals, spans, track, track_totals, window
-from ntrace.exprs import fmt, matches, on_polars_thread, stacked
+from ntrace.exprs import fmt, grouped_on, matches, on_polars_thread, stacked
 from ntrace.summary import RankSummary, Summary, Timeline
 from ntrace.trace import EVENT_COLUMNS, Trace
 
@@ -132,7 +132,7 @@ class Profile:
     @cached_property
     def categories(self) -> pl.DataFrame:
         """Per (lane, category): events and summed duration."""
-        return lane_categories(self.complete_rows().select("lane", "cat", "dur")).collect(engine=self._engine)
+        return lane_categories(self.complete_rows().select("lane", "cat", "dur")).collect(engine=grouped_on(self.events.height))
 
     @cached_property
     def _track_pass(self) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -381,11 +381,6 @@ class Profile:
     def ops(self) -> pl.DataFrame:
         """The per-op table in the default view: every row, sorted by self CPU."""
         return self.op_table()
-
-    @property
-    def _engine(self) -> Literal["in-memory", "streaming"]:
-        """The engine for an aggregation over every complete event: Polars' streaming one reads them a batch at a time, holding no copy of the columns it reads, but costs more to start than a small trace's whole query."""
-        return "in-memory" if self._small else "streaming"
 
     @property
     def _small(self) -> bool:
