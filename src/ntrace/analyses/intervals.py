@@ -76,10 +76,11 @@ def group_busy(ordered: pl.DataFrame, group: str, start: str = "ts", end: str = 
     busy is span − idle, so busy + idle = span holds exactly per group. Rows come in group order.
     Int64 sums wrap the same way however they are taken. Where groups are long (RUN_MIN rows or
     more each, as lanes, tracks and most steps are), the groups are hashed, on Polars' streaming
-    engine for a large frame (ntrace.exprs.grouped_on). Where they are short (a long capture's many steps), each sum is read off
-    running sums at the run's first and last rows instead: hashing so many groups costs several
-    times more, but those running sums hold a copy of the frame and more. A frame with nulls in
-    its group or times, which only the slower sort leaves, is grouped in first-seen order.
+    engine for a large frame (ntrace.exprs.grouped_on). Where they are short (a long capture's
+    many steps), each sum is read off running sums at the run's first and last rows instead:
+    hashing so many groups costs several times more, but those running sums hold a copy of the
+    frame and more. A frame with nulls in its group or times, which only the slower sort leaves,
+    is grouped in first-seen order.
     """
     g, s, e, reach = pl.col(group), pl.col(start), pl.col(end), pl.col("_reach")
     opens_gap = s > reach

@@ -161,8 +161,12 @@ def _self_device(nest: pl.DataFrame, attributed: pl.DataFrame, folded: pl.Series
 
 def _self_cpu(nest: pl.DataFrame, folded: pl.Series, keeper: pl.Series) -> pl.Series:
     """Per row of the tree: its duration less the durations of the children counted (those of a folded child pass to its keeper)."""
-    counted = pl.DataFrame({"keeper": keeper, "dur": nest["dur"]}).lazy().filter(~folded & keeper.is_not_null()).group_by("keeper").agg(pl.col("dur").sum())
-    children = counted.collect(engine="in-memory")
+    children = (
+        pl.DataFrame({"keeper": keeper, "dur": nest["dur"]}).lazy()
+        .filter(~folded & keeper.is_not_null())  # one copy of the rows counted, not one per condition
+        .group_by("keeper").agg(pl.col("dur").sum())
+        .collect(engine="in-memory")
+    )  # fmt: skip
     return nest["dur"] - pl.zeros(nest.height, dtype=pl.Int64, eager=True).scatter(children["keeper"], children["dur"])
 
 
