@@ -118,19 +118,27 @@ def test_every_column_is_the_oracles_whichever_way_the_groups_are_summed(rows: l
     expected = _oracle_per_group(triples)
     frame = pl.DataFrame({"g": [g for g, _, _ in triples], "ts": [s for _, s, _ in triples], "end": [e for _, _, e in triples]})
     with_null = pl.concat([frame, pl.DataFrame({"g": [None], "ts": [0], "end": [1]}, schema=frame.schema)])
-    for run_min, stream_min in SUMMING_WAYS:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(intervals_module, "RUN_MIN", run_min)
-            patch.setattr(exprs_module, "STREAM_MIN", stream_min)
-            for f in (frame, with_null):
-                out = group_busy(reaching(f, "g"), "g").filter(pl.col("g").is_not_null())
-                assert out["g"].to_list() == sorted(expected)
-                assert out["events"].dtype == pl.UInt32
-                assert {r.pop("g"): r for r in out.to_dicts()} == expected
+    for f in (frame, with_null):
+        for out in busy_each_way(f):
+            out = out.filter(pl.col("g").is_not_null())
+            assert out["g"].to_list() == sorted(expected)
+            assert out["events"].dtype == pl.UInt32
+            assert {r.pop("g"): r for r in out.to_dicts()} == expected
 
 
 #: (RUN_MIN, STREAM_MIN) sending group_busy's frames without nulls each way: running sums over the runs, a hashing group-by, the same on the streaming engine.
 SUMMING_WAYS = ((2**62, 0), (0, 2**62), (0, 0))
+
+
+def busy_each_way(frame: pl.DataFrame) -> list[pl.DataFrame]:
+    """group_busy over the reaching frame of `frame` (grouped on `g`), once per SUMMING_WAYS."""
+    out = []
+    for run_min, stream_min in SUMMING_WAYS:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(intervals_module, "RUN_MIN", run_min)
+            patch.setattr(exprs_module, "STREAM_MIN", stream_min)
+            out.append(group_busy(reaching(frame, "g"), "g"))
+    return out
 
 
 def test_sums_past_int64_wrap_alike_whichever_way_the_groups_are_summed() -> None:
@@ -138,10 +146,4 @@ def test_sums_past_int64_wrap_alike_whichever_way_the_groups_are_summed() -> Non
     big = 2**62 + 12_345
     frame = pl.DataFrame({"g": [0, 0, 0, 1], "ts": [0, 1, 2, 5], "end": [big, big + 1, big + 2, 9]})
     wrapped = (3 * big + 2**63) % 2**64 - 2**63  # three durations of `big`, in two's complement
-    totals = []
-    for run_min, stream_min in SUMMING_WAYS:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(intervals_module, "RUN_MIN", run_min)
-            patch.setattr(exprs_module, "STREAM_MIN", stream_min)
-            totals.append(group_busy(reaching(frame, "g"), "g")["total"].to_list())
-    assert totals == [[wrapped, 4]] * len(SUMMING_WAYS)
+    assert [out["total"].to_list() for out in busy_each_way(frame)] == [[wrapped, 4]] * len(SUMMING_WAYS)
