@@ -30,6 +30,11 @@ from ntrace.errors import InputError, TraceFormatError
 from ntrace.io.progress import read_all, report
 from ntrace.units import size
 
+try:  # imported here, not when first needed: the read-ahead's thread maps files while the caller imports (ntrace.io.kineto._ahead)
+    import resource
+except ImportError:  # not on POSIX
+    resource = None  # type: ignore[assignment]
+
 #: Peak memory while decoding, as a multiple of the uncompressed JSON size (fast path).
 DECODE_FACTOR = 4
 #: The same for the plain decoder, which builds a Python dict per event.
@@ -88,9 +93,7 @@ def _cgroup_headroom() -> int | None:
 
 def _rlimit_headroom() -> int | None:
     """The soft RLIMIT_AS and RLIMIT_DATA less what this process already maps (VmSize, VmData), or None when neither is set (or off Linux)."""
-    try:
-        import resource
-    except ImportError:  # not on POSIX
+    if resource is None:
         return None
     try:
         status = Path("/proc/self/status").read_text()

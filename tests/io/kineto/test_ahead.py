@@ -10,8 +10,10 @@ import gzip
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 from polars.testing import assert_frame_equal
@@ -62,12 +64,107 @@ def test_a_read_ahead_gives_what_reading_then_gives(tmp_path: Path, monkeypatch:
     parsed: list[Path] = []
     parse = _columnar.parts
     monkeypatch.setattr(_columnar, "parts", lambda text, *rest: parsed.append(text) or parse(text, *rest))
+    built: list[str] = []
+    decoded = _read.decoded_ahead
+    monkeypatch.setattr(_read, "decoded_ahead", lambda *a: built.append(threading.current_thread().name) or decoded(*a))
     for path in traces:
         read_ahead(path)
         assert _ahead._PENDING, f"{path.name}: not read ahead"
         _same(read_kineto(path), wanted[path])
         assert not _ahead._PENDING
     assert len(parsed) == len(traces)  # each parsed once, ahead
+    assert built == ["ntrace-read-ahead"] * len(traces)  # and made into its events there
+
+
+def test_raw_parts_are_taken_when_nothing_was_handed_over(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read-ahead started without `build` (the private starter alone) keeps the parser's parts, and the reader makes them the same events."""
+    path = max(_unzipped(tmp_path), key=lambda p: p.stat().st_size)
+    want = read_kineto(path)
+    _no_mapping(monkeypatch)
+    assert _ahead.read_ahead(path)
+    _same(read_kineto(path), want)
+
+
+def test_lanes_given_to_the_reader_classify_the_events_made_ahead_again(tmp_path: Path) -> None:
+    """The thread classifies by the default lane table; a reader given other lanes gets them, as it does without reading ahead."""
+    path = max(_unzipped(tmp_path), key=lambda p: p.stat().st_size)
+    lanes = {"cpu_op": "runtime_api", "new_category": "hardware"}
+    want = read_kineto(path, lanes=lanes)
+    read_ahead(path)
+    got = read_kineto(path, lanes=lanes)
+    _same(got, want)
+    assert got.events.filter(pl.col("cat") == "cpu_op")["lane"].unique().to_list() == ["runtime_api"]
+
+
+def test_a_read_of_the_file_by_another_spelling_reads_it_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Warnings made ahead name the path the read-ahead was started with: a read of the same file by another path reads it again and names its own."""
+    path = write_trace(tmp_path / "t.json", [x("aten::mm", "cpu_op", 0, 10), x("aten::add", "cpu_op", 20, -5)])
+    want = read_kineto(path)
+    assert want.warnings and all(w.startswith(f"{path}: ") for w in want.warnings)
+    monkeypatch.chdir(tmp_path)
+    read_ahead(Path("t.json"))
+    _same(read_kineto(path), want)
+    read_ahead(Path("t.json"))
+    relative = read_kineto(Path("t.json"))
+    assert relative.warnings == tuple(w.replace(f"{path}: ", "t.json: ") for w in want.warnings)
+
+
+def test_a_build_that_fails_leaves_the_file_to_the_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever goes wrong on the thread, the reader reads the file from the start and gets what it always gets."""
+    path = max(_unzipped(tmp_path), key=lambda p: p.stat().st_size)
+    want = read_kineto(path)
+
+    def broken(*_: object) -> None:
+        raise MemoryError("no room for the frame")
+
+    monkeypatch.setattr(_read, "decoded_ahead", broken)
+    mapped: list[Path] = []
+    mapping = _read.map_json
+    monkeypatch.setattr(_read, "map_json", lambda p, warnings, **kw: mapped.append(p) or mapping(p, warnings, **kw))
+    read_ahead(path)
+    _same(read_kineto(path), want)
+    assert mapped == [path]
+
+
+def test_a_read_ahead_dropped_for_another_ends(tmp_path: Path) -> None:
+    """A read-ahead that no read takes, because another was started after it, does not wait on: its thread ends."""
+    first = write_trace(tmp_path / "a.json", [x("aten::mm", "cpu_op", 0, 10)])
+    second = write_trace(tmp_path / "b.json", [x("aten::add", "cpu_op", 0, 10)])
+    assert _ahead.read_ahead(first)  # no `build` handed over: the thread would wait for one
+    ((_, thread),) = _ahead._PENDING
+    read_ahead(second)
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert read_kineto(second).events["name"].to_list() == ["aten::add"]
+
+
+def test_the_thread_imports_nothing_while_the_caller_imports(tmp_path: Path) -> None:
+    """The thread makes the events while the CLI imports the analysis: every module it runs is imported before, so two threads never import at once (which can fail where imports are circular)."""
+    (path,) = [p for p in _unzipped(tmp_path) if p.name.startswith("nccl_parser_config")]
+    code = f"""
+import builtins, importlib.util, sys, threading
+from pathlib import Path
+from ntrace.io.kineto import _ahead
+_ahead.AHEAD_MIN = 0
+late, original = [], builtins.__import__
+def spy(name, globals=None, locals=None, fromlist=(), level=0):
+    if threading.current_thread().name == "ntrace-read-ahead":
+        full = importlib.util.resolve_name("." * level + name, (globals or {{}}).get("__package__")) if level else name
+        module = sys.modules.get(full)
+        if module is None or getattr(module.__spec__, "_initializing", False) or any(not hasattr(module, f) for f in fromlist or ()):
+            late.append(full)
+    return original(name, globals, locals, fromlist, level)
+builtins.__import__ = spy
+from ntrace.io import read_ahead
+read_ahead(Path({str(path)!r}))
+import ntrace.render.text, ntrace.workflows.analyze, ntrace.render.json
+from ntrace.io.kineto import read_kineto
+trace = read_kineto(Path({str(path)!r}))
+print(len(trace.events), late)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    count, late = out.stdout.split(" ", 1)
+    assert int(count) > 0 and late.strip() == "[]"
 
 
 def test_a_split_parse_is_taken_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

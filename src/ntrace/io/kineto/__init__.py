@@ -19,21 +19,32 @@ Beside that way, `_args` re-reads the `args` objects as the file wrote them, a w
 (_windows), for the Perfetto export (`ntrace.io.source_args`): a Trace keeps only the keys it links by.
 
 The package's top imports no Polars: `read_ahead` (_ahead) starts step 2's native parse of a
-large file on a thread before Polars and the analysis are imported, and `read_kineto` (_read)
-takes its columns.
+large file on a thread before Polars and the analysis are imported, then imports the decoders
+while it parses; the thread goes on to make the events (step 5, _read.decoded_ahead) while the
+caller imports the analysis, and `read_kineto` (_read) takes them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ntrace.io.kineto._ahead import read_ahead
+from pathlib import Path
+
+from ntrace.io.kineto import _ahead
 from ntrace.io.kineto._fork import in_worker
 
 if TYPE_CHECKING:
     from ntrace.io.kineto._read import read_kineto
 
 __all__ = ["in_worker", "read_ahead", "read_kineto"]
+
+
+def read_ahead(path: Path) -> None:
+    """Start parsing the events of the JSON trace file at `path` on a thread (see _ahead.read_ahead); if it started, import the decoders (and Polars) meanwhile and have the thread make the events once parsed, so that the caller's next imports and that work share the cores; the next read_kineto of the file takes them."""
+    if _ahead.read_ahead(path):
+        from ntrace.io.kineto._read import decoded_ahead
+
+        _ahead.build(decoded_ahead)
 
 
 def __getattr__(name: str) -> Any:

@@ -11,11 +11,11 @@ import polars as pl
 
 from ntrace.errors import TraceFormatError
 from ntrace.io.files import PLAIN_DECODE_FACTOR, check_fits, map_json, read_json
-from ntrace.io.kineto import _ahead, _fast, _plain
+from ntrace.io.kineto import _ahead, _columnar, _fast, _plain
 from ntrace.io.kineto._frame import frame, shapes_utf8
 from ntrace.io.kineto._salvage import keep_first_events, repair_json
 from ntrace.io.kineto._sanity import checked_events
-from ntrace.io.kineto._windows import Uncut
+from ntrace.io.kineto._windows import Outline, Uncut
 from ntrace.io.manifest import find_manifest
 from ntrace.io.progress import report
 from ntrace.lanes import classify, lane_table
@@ -38,15 +38,24 @@ def read_kineto(path: str | Path, *, fast: bool = True, max_events: int | None =
             raise
         notes = "; ".join(w.removeprefix(f"{path}: ") for w in warnings)
         raise TraceFormatError(path, f"{exc.problem} (also: {notes})") from None
-    events = classify(events, lane_table(lanes) if lanes else None)
+    if "lane" not in events.columns:
+        events = classify(events, lane_table(lanes) if lanes else None)
+    elif lanes:  # classified ahead by the default table
+        events = classify(events.drop("lane", "side"), lane_table(lanes))
     manifest = find_manifest(path)
     return Trace(path, events, meta, tuple(warnings), manifest["variant"] if manifest else None)
 
 
 def _decode(path: Path, fast: bool, max_events: int | None, warnings: list[str]) -> tuple[pl.DataFrame, dict[str, Any]]:
-    """read_kineto's work: the checked events frame (before lanes) and the metadata, appending warnings as it goes."""
+    """read_kineto's work: the checked events frame (before lanes, unless the read-ahead's thread made it: classified then) and the metadata, appending warnings as it goes."""
     raw: bytes | mmap.mmap
     ahead = _ahead.taken(path, f"decoding {path.name}") if fast and max_events is None else None
+    if ahead is not None and ahead.built is not None:  # decoded on the read-ahead's thread (decoded_ahead)
+        events, meta, notes = ahead.built
+        report(f"decoding {path.name}", 0, len(ahead.text), "bytes")
+        report(f"decoded {path.name}", events.height, None, "events")
+        warnings.extend(notes)
+        return events, meta
     if ahead is not None:
         raw, cut = ahead.text, False
     elif max_events is None:
@@ -61,6 +70,24 @@ def _decode(path: Path, fast: bool, max_events: int | None, warnings: list[str])
     report(f"decoding {path.name}", 0, len(raw), "bytes")  # the decoders report how far they are in the events array (at most the text's length)
     cols, meta = _columns(raw, path, fast, warnings, ahead)
     del raw, ahead  # the columns hold what is needed: free the JSON text before the frame is built
+    return _events(cols, meta, path, max_events, cut, warnings), meta
+
+
+def decoded_ahead(path: Path, found: Outline, parts: list[Any]) -> tuple[pl.DataFrame, dict[str, Any], list[str]]:
+    """What read_kineto makes of a read-ahead's parse (_ahead.build): the events, classified by the default lane table, the metadata and the warnings.
+
+    Runs on the read-ahead's thread while the CLI imports the analysis (the decoders' modules are
+    imported by then). The native parser refuses text that is not UTF-8, so no shape needs the
+    repair `_columns` checks for.
+    """
+    cols, meta = _columnar.joined(parts), _fast.meta(found.doc)
+    parts.clear()  # the columns hold the parser's buffers now: none is held twice while the frame is built
+    notes: list[str] = []
+    return classify(_events(cols, meta, path, None, False, notes)), meta, notes
+
+
+def _events(cols: dict[str, Any], meta: dict[str, Any], path: Path, max_events: int | None, cut: bool, warnings: list[str]) -> pl.DataFrame:
+    """The checked events frame of the decoded columns (emptied as the frame is built), appending warnings; `cut`: the text was already cut to max_events (and said so)."""
     if not meta.get("has_traceEvents", True):
         raise TraceFormatError(path, "has no traceEvents array: not a Chrome/Kineto trace")
     n = len(cols["ph"])
@@ -71,7 +98,7 @@ def _decode(path: Path, fast: bool, max_events: int | None, warnings: list[str])
         cols = {k: v[:max_events] for k, v in cols.items()}
     if n == 0:
         warnings.append(f"{path}: holds no trace events; nothing to analyze")
-    return checked_events(frame(cols, path, warnings), path, warnings), meta
+    return checked_events(frame(cols, path, warnings), path, warnings)
 
 
 def _columns(raw: bytes | mmap.mmap, path: Path, fast: bool, warnings: list[str], ahead: _ahead.Parsed | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
