@@ -36,6 +36,9 @@ HOST = pl.col("side") == "host"
 #: Most events (of any kind: known without a query) for which summary() and rank_summary() run on a thread of Polars' pool (see ntrace.exprs.on_polars_thread), one query after another.
 POOL_THREAD_MAX = 20_000
 
+#: The events' columns the op tree is built from, in the order `nesting` gives them.
+_TREE_EVENT_COLUMNS = ("idx", "pid", "tid", "ts", "end", "dur", "name", "cat", "input_dims")
+
 #: The columns of neff_executions.
 NEFF_EXECUTION_SCHEMA = pl.Schema(
     {"idx": pl.Int64(), "model": pl.String(), "track": pl.String(), "ts": pl.Int64(), "dur": pl.Int64(), "op": pl.String(), "call_dur": pl.Int64(), "step": pl.Int64()}
@@ -254,8 +257,13 @@ class Profile:
 
     @cached_property
     def nesting(self) -> pl.DataFrame:
-        """torch's op tree of the host events, in its walking order: idx, parent_idx, depth, pos, parent, last and the event's columns (see ntrace.analyses.nesting.tree)."""
-        return related(self._tree)
+        """torch's op tree of the host events, in its walking order: idx, parent_idx, depth, pos, parent, last and the event's columns (see ntrace.analyses.nesting.tree).
+
+        The op tree keeps no name or category (ntrace.analyses.ops.op_tree): they are joined back from the events here.
+        """
+        by = [*self._by, "idx"]
+        named = self._tree.join(self.events.select(*by, "name", "cat"), on=by, how="left", maintain_order="left")
+        return related(named.select(*self._by, *_TREE_EVENT_COLUMNS, "thread", "first", "parent", "last", "key", "user_annotation"))
 
     @cached_property
     def _tree(self) -> pl.DataFrame:
@@ -265,7 +273,7 @@ class Profile:
         columns the op tree and table read, selected and put in walking order by one query: no
         copy of them in file order is kept while the tree is built.
         """
-        return opmod.op_tree(self.complete_rows(opmod.TREE_EVENT).select(*self._by, "idx", "pid", "tid", "ts", "end", "dur", "name", "cat", "input_dims"))
+        return opmod.op_tree(self.complete_rows(opmod.TREE_EVENT).select(*self._by, *_TREE_EVENT_COLUMNS))
 
     @cached_property
     def device(self) -> str:

@@ -111,15 +111,23 @@ def op_name() -> pl.Expr:
 
 
 def op_tree(host: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
-    """torch's tree of the tree events (idx, pid, tid, ts, end, dur, name, cat, input_dims; a lazy frame in file order) as the op table reads it: nesting.walk's frame plus `key` (the row's name) and `user_annotation`."""
-    return walk(host).with_columns(op_name().alias("key"), user_annotation=lower_is("cat", "user_annotation").fill_null(False))
+    """torch's tree of the tree events (idx, pid, tid, ts, end, dur, name, cat, input_dims; a lazy frame in file order) as the op table reads it: nesting.walk's frame with `key` (the row's name), `user_annotation` and `cpu_op` (the category as the analyses read it) in place of name and cat.
+
+    The three are computed before the walk's sort, which then moves a 4-byte code and two flags
+    per event instead of the name's code and the category's text, and the tree keeps them so.
+    """
+    keyed = host.lazy().with_columns(
+        key=op_name(), user_annotation=lower_is("cat", "user_annotation").fill_null(False), cpu_op=lower_is("cat", "cpu_op").fill_null(False)
+    )
+    return walk(keyed.drop("name", "cat"))
+
 
 
 def launching_ops(nest: pl.DataFrame, calls: pl.DataFrame) -> pl.Series:
     """For runtime calls (idx, pid, tid, ts): the idx of the innermost `cpu_op` of the tree `nest` open on the call's thread when it starts, or null."""
     # the tree's rows are in walking order, and so are those of any subset of them: no sort again
     first = pl.col("thread") != pl.col("thread").shift(1).fill_null(-1)
-    ops = nest.lazy().filter(lower_is("cat", "cpu_op")).select("idx", "pid", "tid", "ts", "end", first=first).collect(engine="in-memory")  # copies only these columns
+    ops = nest.lazy().filter("cpu_op").select("idx", "pid", "tid", "ts", "end", first=first).collect(engine="in-memory")  # copies only these columns
     return lookup(ops["idx"], innermost_open(ops, calls.select("pid", "tid", t="ts"))).alias("op_idx")
 
 
