@@ -11,7 +11,7 @@ from polars.testing import assert_frame_equal
 
 from dataclasses import fields
 
-from helpers import write_trace, x
+from helpers import shared_trace_files, write_trace, x
 from ntrace import Summary, load
 from ntrace.summary import RankSummary
 from ntrace.analyses.findings import findings
@@ -305,3 +305,23 @@ def test_neff_executions_have_one_schema_with_and_without_neff_names(trace: Path
             e["args"]["model_name"] = "model.neff"
     host_named = load(write_trace(tmp_path / "host_named.json", events))
     assert_frame_equal(host_named.neff_executions, pl.DataFrame(schema=NEFF_EXECUTION_SCHEMA))
+
+
+@pytest.mark.parametrize("source", shared_trace_files()[:6], ids=lambda p: p.name[:40])
+def test_nesting_gives_each_op_its_events_columns(source: Path) -> None:
+    """Profile.nesting joins the name and category, which the op tree no longer keeps, back from the events: every row holds its event's own values (read by idx in plain Python), in the documented column order, and key and user_annotation follow from them as torch names and marks ops."""
+    profile = load(source)
+    nest = profile.nesting
+    assert nest.columns == [
+        "idx", "pid", "tid", "ts", "end", "dur", "name", "cat", "input_dims", "thread", "first",
+        "pos", "parent", "parent_idx", "depth", "last", "key", "user_annotation",
+    ]  # fmt: skip
+    own = ("pid", "tid", "ts", "end", "dur", "name", "cat", "input_dims")
+    events = {row["idx"]: row for row in profile.events.select("idx", *own).iter_rows(named=True)}
+    for row in nest.iter_rows(named=True):
+        event = events[row["idx"]]
+        assert {c: row[c] for c in own} == {c: event[c] for c in own}
+        name = event["name"] or ""
+        assert row["key"] == ("ProfilerStep*" if name.startswith("ProfilerStep#") else name)
+        assert row["user_annotation"] == ((event["cat"] or "").lower() == "user_annotation")
+    assert nest.height == len({r["idx"] for r in nest.iter_rows(named=True)}) > 0
