@@ -56,6 +56,13 @@ def test_lookup_is_list_indexing_with_null_positions(values: list[int | None], d
     assert got.dtype == pl.Int64 and got.to_list() == [None if i is None else values[i] for i in positions]
 
 
+@pytest.mark.parametrize("position", [-1, -(2**31), 3, 2**31, 2**32 - 1])
+def test_lookup_refuses_a_position_out_of_range(position: int) -> None:
+    """Positions are cast to row numbers without a range check: one out of range, negative ones (which wrap past every row) included, is still refused by the lookup."""
+    with pytest.raises(pl.exceptions.OutOfBoundsError):
+        lookup(pl.Series([10, 20, 30]), pl.Series([0, position], dtype=pl.Int64))
+
+
 def test_lookup_keeps_the_type_and_nulls_has_the_length() -> None:
     names = pl.Series(["a", None, "c"], dtype=pl.String)
     assert lookup(names, pl.Series([2, None, 1, 0], dtype=pl.Int64)).to_list() == ["c", None, None, "a"]

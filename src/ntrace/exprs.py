@@ -69,8 +69,13 @@ def json_string(values: pl.Expr) -> pl.Expr:
 
 
 def lookup(values: pl.Series, positions: pl.Series) -> pl.Series:
-    """values[positions], null where a position is null: looked up directly, as row indices, where `gather` builds a one-expression query (most of its cost on a small frame)."""
-    return values[positions.cast(pl.UInt32)]
+    """values[positions], null where a position is null: looked up directly, as row indices, where `gather` builds a one-expression query (most of its cost on a small frame).
+
+    Positions are rows of `values`, below 2**32 (Polars numbers rows with 32 bits), so they are
+    cast without a range check, a tenth of its cost: one out of range (a negative one wraps past
+    every row) is still refused by the lookup's own bounds check.
+    """
+    return values[positions.cast(pl.UInt32, wrap_numerical=True)]
 
 
 def nulls(n: int) -> pl.Series:
