@@ -122,7 +122,6 @@ def op_tree(host: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     return walk(keyed.drop("name", "cat"))
 
 
-
 def launching_ops(nest: pl.DataFrame, calls: pl.DataFrame) -> pl.Series:
     """For runtime calls (idx, pid, tid, ts): the idx of the innermost `cpu_op` of the tree `nest` open on the call's thread when it starts, or null."""
     # the tree's rows are in walking order, and so are those of any subset of them: no sort again

@@ -26,9 +26,8 @@ caller imports the analysis, and `read_kineto` (_read) takes them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ntrace.io.kineto import _ahead
 from ntrace.io.kineto._fork import in_worker
