@@ -267,7 +267,7 @@ class Profile:
 
     @cached_property
     def _tree(self) -> pl.DataFrame:
-        """The op tree as the analyses read it: nesting without pos, parent_idx and depth (see ntrace.analyses.ops.op_tree).
+        """The op tree as the analyses read it: nesting without pos, parent_idx, depth, name and cat, with cpu_op (see ntrace.analyses.ops.op_tree).
 
         Built from the complete events torch builds its tree from (opmod.TREE_EVENT), with the
         columns the op tree and table read, selected and put in walking order by one query: no
